@@ -1,0 +1,46 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { EntityManager } from '@mikro-orm/core';
+import type { AuthFailureLimiter } from '../auth/failure-limiter.ts';
+import type { ModelCatalog } from '../catalog/catalog.ts';
+import type { Config } from '../config.ts';
+import type { Orm } from '../db/orm.ts';
+import type { Logger } from '../log.ts';
+
+/** What every request can reach: long-lived parts built once at start-up. */
+export type Services = {
+  config: Config;
+  orm: Orm;
+  log: Logger;
+  catalog: ModelCatalog;
+  authFailures: AuthFailureLimiter;
+};
+
+export type Context = {
+  services: Services;
+  /** A fork of the entity manager for this request alone. */
+  em: EntityManager;
+  requestId: string;
+  /** The client address failed authentications are counted against. */
+  client: string;
+  authorization: string | undefined;
+  log: Logger;
+  res: ServerResponse;
+};
+
+type RequestWithId = IncomingMessage & { id?: string; log?: Logger; ip?: string };
+
+/** One context for both doors (`/trpc` and REST), so behaviour cannot differ between them. */
+export function contextFactory(services: Services) {
+  return ({ req, res }: { req: IncomingMessage; res: ServerResponse }): Context => {
+    const request = req as RequestWithId;
+    return {
+      services,
+      em: services.orm.em.fork(),
+      requestId: request.id ?? '',
+      client: request.ip ?? req.socket.remoteAddress ?? 'unknown',
+      authorization: req.headers.authorization,
+      log: request.log ?? services.log,
+      res,
+    };
+  };
+}

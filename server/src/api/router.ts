@@ -1,0 +1,17 @@
+import type { inferRouterInputs, inferRouterOutputs } from '@trpc/server';
+import { meRouter } from './routers/me.ts';
+import { modelsRouter } from './routers/models.ts';
+import { lockInputCoercion } from './strict-input.ts';
+import { createCallerFactory, router } from './trpc.ts';
+
+export const appRouter = router({
+  me: meRouter,
+  models: modelsRouter,
+});
+lockInputCoercion(appRouter);
+
+export const createCaller = createCallerFactory(appRouter);
+
+export type AppRouter = typeof appRouter;
+export type RouterInputs = inferRouterInputs<AppRouter>;
+export type RouterOutputs = inferRouterOutputs<AppRouter>;

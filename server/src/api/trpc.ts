@@ -1,0 +1,60 @@
+import { initTRPC } from '@trpc/server';
+import type { OpenApiMeta } from 'trpc-to-openapi';
+import { parseAuthorization } from '../auth/credentials.ts';
+import { authenticate } from '../auth/authenticate.ts';
+import { DomainError } from '../domain/errors.ts';
+import type { Context } from './context.ts';
+import { normalizeError, reasonOf, zodIssues } from './error-policy.ts';
+
+const t = initTRPC
+  .context<Context>()
+  .meta<OpenApiMeta>()
+  .create({
+    errorFormatter({ shape, error, ctx }) {
+      const { stack: _stack, ...data } = shape.data;
+      return {
+        ...shape,
+        data,
+        reason: reasonOf(error),
+        request_id: ctx?.requestId ?? null,
+        ...(zodIssues(error) ? { issues: zodIssues(error) } : {}),
+      };
+    },
+  });
+
+export const router = t.router;
+export const createCallerFactory = t.createCallerFactory;
+
+/** Every procedure's errors leave through the error policy. */
+const normalized = t.procedure.use(async ({ next }) => {
+  const result = await next();
+  if (!result.ok) throw normalizeError(result.error);
+  return result;
+});
+
+export const publicProcedure = normalized;
+
+/**
+ * Requires credentials before anything else is looked at (the contract's order of checks puts 401
+ * first), and counts failures against the client for the 429 brake.
+ */
+export const protectedProcedure = normalized.use(async ({ ctx, next }) => {
+  const { authFailures } = ctx.services;
+  const retryAfter = authFailures.retryAfterSeconds(ctx.client);
+  if (retryAfter > 0) {
+    throw new DomainError('rate_limited', 'Too many failed authentications from this client; retry later.', retryAfter);
+  }
+  const credentials = parseAuthorization(ctx.authorization);
+  const user = credentials ? await authenticate(ctx.em, credentials) : null;
+  if (!user) {
+    // A request without an Authorization header is a challenge, not a guess: only tries count.
+    if (ctx.authorization !== undefined) authFailures.recordFailure(ctx.client);
+    throw new DomainError(
+      'unauthenticated',
+      credentials
+        ? 'The API key is unknown or revoked, or does not belong to that username.'
+        : 'Credentials are required: Authorization: Basic base64(<username>:<api key>) or Bearer <api key>.',
+    );
+  }
+  return next({ ctx: { ...ctx, user } });
+});

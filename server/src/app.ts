@@ -1,0 +1,67 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { TRPCError } from '@trpc/server';
+import { createExpressMiddleware } from '@trpc/server/adapters/express';
+import express from 'express';
+import { createOpenApiNodeHttpHandler } from 'trpc-to-openapi';
+import { contextFactory, type Services } from './api/context.ts';
+import { errorHeaders, normalizeError } from './api/error-policy.ts';
+import { appRouter } from './api/router.ts';
+import { errorHandler, notFound, requireJsonBody } from './http/errors.ts';
+import { Metrics } from './http/metrics.ts';
+import { modelListHttp } from './http/model-list.ts';
+import { operationsRouter } from './http/operations.ts';
+import { requestContext } from './http/request-context.ts';
+import { routeNamer } from './http/routes.ts';
+
+function responseMeta({ errors }: { errors: readonly TRPCError[] }) {
+  // Every error in one response shares the status; the first decides the extra headers.
+  const first = errors[0];
+  return first ? { headers: errorHeaders(first) } : {};
+}
+
+function onError({ error, ctx }: { error: TRPCError; ctx?: { log?: Services['log'] } | undefined }) {
+  if (error.code === 'INTERNAL_SERVER_ERROR' || error.code === 'SERVICE_UNAVAILABLE') {
+    ctx?.log?.error({ err: error.cause ?? error, code: error.code }, 'request failed');
+  }
+}
+
+/** The Express application: operations routes, the typed door at /trpc, and the REST door. */
+export function createApp(services: Services) {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('trust proxy', services.config.trustProxy);
+  const createContext = contextFactory(services);
+  const metrics = new Metrics(services.orm, services.config.databaseUrl);
+
+  app.use(requestContext(services.log));
+  app.use(metrics.middleware(routeNamer()));
+  app.use(modelListHttp(services.catalog, (req, res) => createContext({ req, res })));
+  app.use(operationsRouter(services.orm, metrics));
+  app.use(requireJsonBody);
+  app.use(express.json({ limit: services.config.limits.bodyBytes, strict: true }));
+
+  app.use(
+    '/trpc',
+    createExpressMiddleware({
+      router: appRouter,
+      createContext: ({ req, res }) => createContext({ req, res }),
+      responseMeta,
+      onError,
+      maxBodySize: services.config.limits.bodyBytes,
+    }),
+  );
+  const rest = createOpenApiNodeHttpHandler({
+    router: appRouter,
+    createContext: ({ req, res }: { req: IncomingMessage; res: ServerResponse }) => createContext({ req, res }),
+    // REST errors that occur before a procedure runs (unsupported media type, bad JSON) pass
+    // through the same policy as procedure errors.
+    responseMeta: ({ errors }: { errors: TRPCError[] }) => responseMeta({ errors: errors.map(normalizeError) }),
+    onError,
+    maxBodySize: services.config.limits.bodyBytes,
+  } as Parameters<typeof createOpenApiNodeHttpHandler>[0]);
+  app.use((req, res, next) => rest(req, res, next));
+  app.use(notFound);
+  app.use(errorHandler);
+  return app;
+}

@@ -1,0 +1,37 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/core';
+import type { Role } from '@loupe/shared';
+import { hashApiKey } from './api-keys.ts';
+import type { Credentials } from './credentials.ts';
+
+export type AuthUser = {
+  id: string;
+  username: string;
+  /** entity name → role */
+  roles: ReadonlyMap<string, Role>;
+};
+
+type Row = { user_id: string; username: string; key_hash: string; entity: string | null; role: Role | null };
+
+/** The user behind a live (not revoked) API key, or null. One round trip to the database. */
+export async function authenticate(em: EntityManager, credentials: Credentials): Promise<AuthUser | null> {
+  const hash = hashApiKey(credentials.key);
+  const rows: Row[] = await em.getConnection().execute(
+    `select u.id as user_id, u.username, k.key_hash, m.entity, m.role
+       from api_keys k
+       join users u on u.id = k.user_id
+       left join memberships m on m.user_id = u.id
+      where k.key_hash = ? and k.revoked_at is null`,
+    [hash],
+  );
+  const first = rows[0];
+  // The index lookup found the row by its hash; compare once more in constant time so that no
+  // code path of ours branches on a partial match.
+  if (!first || !timingSafeEqual(Buffer.from(first.key_hash), Buffer.from(hash))) return null;
+  if (credentials.username !== null && credentials.username !== 'api' && credentials.username !== first.username) {
+    return null;
+  }
+  const roles = new Map<string, Role>();
+  for (const row of rows) if (row.entity && row.role) roles.set(row.entity, row.role);
+  return { id: first.user_id, username: first.username, roles };
+}

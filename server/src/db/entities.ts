@@ -1,0 +1,62 @@
+import { defineEntity, p } from '@mikro-orm/core';
+
+// Columns are snake_case (MikroORM's default naming); foreign keys are plain id columns whose
+// constraints live in the migrations.
+
+export const User = defineEntity({
+  name: 'User',
+  tableName: 'users',
+  properties: {
+    id: p.string().primary(),
+    username: p.string().unique(),
+    createdAt: p.datetime(),
+  },
+});
+
+export const ApiKey = defineEntity({
+  name: 'ApiKey',
+  tableName: 'api_keys',
+  properties: {
+    id: p.string().primary(),
+    userId: p.string(),
+    /** SHA-256 of the whole key, hex; the key itself is never stored. */
+    keyHash: p.string().unique(),
+    createdAt: p.datetime(),
+    revokedAt: p.datetime().nullable(),
+  },
+});
+
+/** An entity in the contract's sense: the owner of projects that users belong to. */
+export const EntityRecord = defineEntity({
+  name: 'EntityRecord',
+  tableName: 'entities',
+  properties: {
+    name: p.string().primary(),
+    createdAt: p.datetime(),
+  },
+});
+
+export const Membership = defineEntity({
+  name: 'Membership',
+  tableName: 'memberships',
+  properties: {
+    userId: p.string().primary(),
+    entity: p.string().primary(),
+    role: p.string(),
+    createdAt: p.datetime(),
+  },
+});
+
+export const Project = defineEntity({
+  name: 'Project',
+  tableName: 'projects',
+  properties: {
+    /** `<entity>/<project>` */
+    id: p.string().primary(),
+    entity: p.string(),
+    name: p.string(),
+    createdAt: p.datetime(),
+  },
+});
+
+export const entities = [User, ApiKey, EntityRecord, Membership, Project];

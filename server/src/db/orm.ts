@@ -1,0 +1,42 @@
+import { MikroORM, type Options } from '@mikro-orm/core';
+import { Migrator } from '@mikro-orm/migrations';
+import { PostgreSqlDriver } from '@mikro-orm/postgresql';
+import { SqliteDriver } from '@mikro-orm/sql';
+import { entities } from './entities.ts';
+import { migrations } from './migrations/index.ts';
+import { LoupeSqliteDialect } from './sqlite-dialect.ts';
+
+export type Dialect = 'sqlite' | 'postgresql';
+export type Orm = MikroORM;
+
+export function dialectOf(databaseUrl: string): Dialect {
+  return databaseUrl.startsWith('sqlite:') ? 'sqlite' : 'postgresql';
+}
+
+function optionsFor(databaseUrl: string, poolSize: number): Options {
+  const common = {
+    entities,
+    extensions: [Migrator],
+    migrations: { migrationsList: migrations[dialectOf(databaseUrl)], transactional: true, allOrNothing: true, silent: true },
+    discovery: { warnWhenNoEntities: false },
+    debug: false,
+    allowGlobalContext: false,
+  } satisfies Partial<Options>;
+  if (dialectOf(databaseUrl) === 'sqlite') {
+    const path = databaseUrl.slice('sqlite:'.length);
+    return { ...common, driver: SqliteDriver, dbName: path, driverOptions: new LoupeSqliteDialect(path) } as Options;
+  }
+  return { ...common, driver: PostgreSqlDriver, clientUrl: databaseUrl, pool: { min: 0, max: poolSize } } as Options;
+}
+
+/** Opens the database and brings its schema up to date. */
+export async function openDatabase(databaseUrl: string, poolSize = 10): Promise<Orm> {
+  const orm = await MikroORM.init(optionsFor(databaseUrl, poolSize));
+  await migrate(orm);
+  return orm;
+}
+
+export async function migrate(orm: Orm): Promise<string[]> {
+  const applied = await orm.migrator.up();
+  return applied.map((migration) => migration.name);
+}

@@ -1,0 +1,53 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { SqliteDialect } from 'kysely';
+
+const READER = /^\s*(select|pragma|explain|with)\b/i;
+const RETURNING = /\breturning\b/i;
+const STATEMENT_CACHE_SIZE = 256;
+
+/**
+ * Kysely dialect over the built-in `node:sqlite` (no native addon to install). Like MikroORM's own
+ * NodeSqliteDialect, plus what a server needs: WAL, a busy timeout, and a cache of prepared
+ * statements (preparing is a large share of a small query's cost).
+ */
+export class LoupeSqliteDialect extends SqliteDialect {
+  constructor(path: string) {
+    super({
+      database: () => {
+        if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+        const db = new DatabaseSync(path);
+        db.exec('pragma journal_mode = wal; pragma synchronous = normal; pragma busy_timeout = 5000; pragma foreign_keys = on');
+        const cache = new Map<string, { stmt: StatementSync; reader: boolean }>();
+        const prepare = (sql: string) => {
+          let entry = cache.get(sql);
+          if (entry) {
+            cache.delete(sql); // re-insert below: the Map's order is the recency order
+          } else {
+            entry = { stmt: db.prepare(sql), reader: READER.test(sql) || RETURNING.test(sql) };
+            if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!);
+          }
+          cache.set(sql, entry);
+          return entry;
+        };
+        return {
+          prepare(sql: string) {
+            const { stmt, reader } = prepare(sql);
+            return {
+              reader,
+              all: (params: readonly unknown[]) => stmt.all(...(params as never[])),
+              run: (params: readonly unknown[]) => stmt.run(...(params as never[])),
+              get: (params: readonly unknown[]) => stmt.get(...(params as never[])),
+              iterate: (params: readonly unknown[]) => stmt.iterate(...(params as never[])),
+            };
+          },
+          close() {
+            cache.clear();
+            db.close();
+          },
+        };
+      },
+    });
+  }
+}

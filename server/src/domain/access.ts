@@ -1,0 +1,29 @@
+import type { EntityManager } from '@mikro-orm/core';
+import { splitProjectId } from '@loupe/shared';
+import type { AuthUser } from '../auth/authenticate.ts';
+import { forbidden } from './errors.ts';
+
+export type Access = 'read' | 'write';
+
+/** Members and admins read and write; viewers only read; anyone else is refused. */
+export function requireProjectAccess(user: AuthUser, projectId: string, access: Access): void {
+  const { entity } = splitProjectId(projectId);
+  const role = user.roles.get(entity);
+  if (!role) throw forbidden(`You are not a member of entity "${entity}".`);
+  if (access === 'write' && role === 'viewer') {
+    throw forbidden(`Your role in entity "${entity}" is viewer, which cannot write.`);
+  }
+}
+
+/** Projects come into being on their first write. */
+export async function ensureProject(em: EntityManager, projectId: string): Promise<void> {
+  const { entity, project } = splitProjectId(projectId);
+  await em
+    .getConnection()
+    .execute('insert into projects (id, entity, name, created_at) values (?, ?, ?, ?) on conflict (id) do nothing', [
+      projectId,
+      entity,
+      project,
+      em.getPlatform().processDateProperty(new Date()),
+    ]);
+}

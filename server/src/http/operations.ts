@@ -1,0 +1,63 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import express, { Router } from 'express';
+import { getAbsoluteFSPath } from 'swagger-ui-dist';
+import { RETRY_AFTER_UNAVAILABLE_SECONDS, UNAVAILABLE_REASON } from '../api/error-policy.ts';
+import { openApiDocument } from '../api/openapi.ts';
+import type { Orm } from '../db/orm.ts';
+import type { Metrics } from './metrics.ts';
+
+const DOCS_INDEX = `<!doctype html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <title>Loupe API</title>
+  <link rel="stylesheet" href="/docs/swagger-ui.css">
+</head>
+<body>
+  <div id="swagger-ui"></div>
+  <script src="/docs/swagger-ui-bundle.js"></script>
+  <script src="/docs/init.js"></script>
+</body>
+</html>
+`;
+const DOCS_INIT = `window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#swagger-ui', deepLinking: true });\n`;
+
+/** /health, /ready, /metrics, /openapi.json and /docs (Swagger UI from the npm package, no CDN). */
+export function operationsRouter(orm: Orm, metrics: Metrics): Router {
+  const routes = Router();
+  routes.get('/health', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  routes.get('/ready', async (req, res) => {
+    try {
+      await orm.em.getConnection().execute('select 1');
+      res.json({ status: 'ready' });
+    } catch (error) {
+      req.log?.warn({ err: (error as Error).message }, 'database not reachable');
+      res
+        .status(503)
+        .setHeader('Retry-After', String(RETRY_AFTER_UNAVAILABLE_SECONDS))
+        .json({ reason: UNAVAILABLE_REASON, code: 'SERVICE_UNAVAILABLE', request_id: req.id ?? null });
+    }
+  });
+  routes.get('/metrics', async (_req, res) => {
+    res.setHeader('Content-Type', metrics.registry.contentType);
+    res.end(await metrics.registry.metrics());
+  });
+  const openapi = JSON.stringify(openApiDocument());
+  routes.get('/openapi.json', (_req, res) => {
+    res.type('application/json').send(openapi);
+  });
+  const assets = getAbsoluteFSPath();
+  // Fail at start-up, not on the first visit, if the package is missing its assets.
+  readFileSync(join(assets, 'swagger-ui-bundle.js'), { flag: 'r' }).subarray(0, 1);
+  routes.get(['/docs', '/docs/', '/docs/index.html'], (_req, res) => {
+    res.type('html').send(DOCS_INDEX);
+  });
+  routes.get('/docs/init.js', (_req, res) => {
+    res.type('application/javascript').send(DOCS_INIT);
+  });
+  routes.use('/docs', express.static(assets, { index: false, maxAge: '1h' }));
+  return routes;
+}

@@ -1,0 +1,33 @@
+import type { NextFunction, Request, Response } from 'express';
+import { v7 as uuidv7 } from 'uuid';
+import type { Logger } from '../log.ts';
+
+const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+declare module 'node:http' {
+  interface IncomingMessage {
+    id?: string;
+    log?: Logger;
+  }
+}
+
+/**
+ * Gives each request its id (the client's `X-Request-Id` when it is sane, else a new UUIDv7), a
+ * logger that carries it, the `X-Request-Id` response header, and one access-log line when done.
+ */
+export function requestContext(log: Logger) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    const offered = req.headers['x-request-id'];
+    const id = typeof offered === 'string' && CLIENT_REQUEST_ID.test(offered) ? offered : uuidv7();
+    const started = process.hrtime.bigint();
+    req.id = id;
+    req.log = log.child({ request_id: id });
+    res.setHeader('X-Request-Id', id);
+    res.on('finish', () => {
+      const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
+      const level = res.statusCode >= 500 ? 'error' : 'info';
+      req.log![level]({ method: req.method, url: req.originalUrl, status: res.statusCode, duration_ms: +durationMs.toFixed(3) }, 'request');
+    });
+    next();
+  };
+}

@@ -1,0 +1,28 @@
+import { openApiDocument } from '../api/openapi.ts';
+
+const OPERATIONS = new Set(['/health', '/ready', '/metrics', '/openapi.json']);
+
+/**
+ * Names the route a request took, for metric labels: the OpenAPI path template for REST routes,
+ * `/trpc/<procedure>` for the typed door, so label cardinality stays bounded.
+ */
+export function routeNamer(): (method: string, path: string) => string {
+  const templates = Object.entries(openApiDocument().paths ?? {}).flatMap(([template, item]) =>
+    Object.keys(item ?? {}).map((method) => ({
+      method: method.toUpperCase(),
+      template,
+      pattern: new RegExp(`^${template.replace(/\{[^}]+\}/g, '[^/]+')}/?$`, 'i'),
+    })),
+  );
+  const procedures = new Set<string>();
+  return (method, path) => {
+    if (OPERATIONS.has(path)) return path;
+    if (path.startsWith('/docs')) return '/docs';
+    if (path.startsWith('/trpc/')) {
+      const name = path.slice('/trpc/'.length);
+      return procedures.has(name) || procedures.size < 1000 ? (procedures.add(name), `/trpc/${name}`) : '/trpc/other';
+    }
+    const match = templates.find((t) => (t.method === method || method === 'HEAD') && t.pattern.test(path));
+    return match ? match.template : 'unmatched';
+  };
+}

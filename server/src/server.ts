@@ -1,0 +1,55 @@
+import { once } from 'node:events';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { AuthFailureLimiter } from './auth/failure-limiter.ts';
+import { ModelCatalog } from './catalog/catalog.ts';
+import type { Config } from './config.ts';
+import { openDatabase } from './db/orm.ts';
+import { createLogger, type Logger } from './log.ts';
+import { createApp } from './app.ts';
+import type { Services } from './api/context.ts';
+
+export type RunningServer = {
+  url: string;
+  services: Services;
+  /** Stops accepting connections, lets in-flight requests finish, then closes the database. */
+  close(): Promise<void>;
+};
+
+export async function startServer(config: Config, log: Logger = createLogger(config.logLevel)): Promise<RunningServer> {
+  const catalog = new ModelCatalog(config.modelCatalogPath, log);
+  const orm = await openDatabase(config.databaseUrl, config.dbPoolSize);
+  const services: Services = {
+    config,
+    orm,
+    log,
+    catalog,
+    authFailures: new AuthFailureLimiter(config.limits.authFailuresPerMinute),
+  };
+  if (config.watchCatalog) catalog.watch();
+  const app = createApp(services);
+  const server: Server = app.listen(config.port, config.host);
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  const url = `http://${host}:${port}`;
+  log.info({ url, database: config.databaseUrl.replace(/\/\/[^@/]*@/, '//***@'), models: catalog.snapshot.models.length }, 'loupe listening');
+
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      log.info('shutting down: no new connections; waiting for in-flight requests');
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const timer = setTimeout(() => {
+        log.warn({ timeout_ms: config.shutdownTimeoutMs }, 'shutdown timeout: closing remaining connections');
+        server.closeAllConnections();
+      }, config.shutdownTimeoutMs);
+      await closed;
+      clearTimeout(timer);
+      catalog.close();
+      await orm.close(true);
+      log.info('shut down');
+    })());
+  return { url, services, close };
+}

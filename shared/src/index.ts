@@ -1,0 +1,5 @@
+export * from './errors.ts';
+export * from './me.ts';
+export * from './models.ts';
+export * from './project.ts';
+export * from './time.ts';
