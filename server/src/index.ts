@@ -4,3 +4,4 @@ export { openDatabase, migrate, dialectOf, type Orm } from './db/orm.ts';
 export { parseCatalog, CatalogError } from './catalog/catalog.ts';
 export { createLogger } from './log.ts';
 export type { AppRouter, RouterInputs, RouterOutputs } from './api/router.ts';
+export { createUser, createKey, revokeKey, addMember, listKeys } from './admin/commands.ts';

@@ -24,9 +24,9 @@ function optionsFor(databaseUrl: string, poolSize: number): Options {
   } satisfies Partial<Options>;
   if (dialectOf(databaseUrl) === 'sqlite') {
     const path = databaseUrl.slice('sqlite:'.length);
-    return { ...common, driver: SqliteDriver, dbName: path, driverOptions: new LoupeSqliteDialect(path) } as Options;
+    return { ...common, driver: SqliteDriver, dbName: path, driverOptions: new LoupeSqliteDialect(path) } as unknown as Options;
   }
-  return { ...common, driver: PostgreSqlDriver, clientUrl: databaseUrl, pool: { min: 0, max: poolSize } } as Options;
+  return { ...common, driver: PostgreSqlDriver, clientUrl: databaseUrl, pool: { min: 0, max: poolSize } } as unknown as Options;
 }
 
 /** Opens the database and brings its schema up to date. */

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
-import { SqliteDialect } from 'kysely';
+import { SqliteDialect, type SqliteDatabase } from 'kysely';
 
 const READER = /^\s*(select|pragma|explain|with)\b/i;
 const RETURNING = /\breturning\b/i;
@@ -15,7 +15,7 @@ const STATEMENT_CACHE_SIZE = 256;
 export class LoupeSqliteDialect extends SqliteDialect {
   constructor(path: string) {
     super({
-      database: () => {
+      database: async () => {
         if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
         const db = new DatabaseSync(path);
         db.exec('pragma journal_mode = wal; pragma synchronous = normal; pragma busy_timeout = 5000; pragma foreign_keys = on');
@@ -31,7 +31,7 @@ export class LoupeSqliteDialect extends SqliteDialect {
           cache.set(sql, entry);
           return entry;
         };
-        return {
+        const database = {
           prepare(sql: string) {
             const { stmt, reader } = prepare(sql);
             return {
@@ -47,6 +47,7 @@ export class LoupeSqliteDialect extends SqliteDialect {
             db.close();
           },
         };
+        return database as unknown as SqliteDatabase;
       },
     });
   }

@@ -1,0 +1,25 @@
+import { createTRPCClient, httpBatchLink, httpLink, type TRPCClient } from '@trpc/client';
+import type { AppRouter } from '@loupe/server/router';
+
+export type { AppRouter };
+export type LoupeClient = TRPCClient<AppRouter>;
+
+export type ClientOptions = {
+  /** The server's base URL, e.g. `http://127.0.0.1:8000`. */
+  url: string;
+  /** An API key; sent as Basic credentials with username `api`. */
+  apiKey?: string;
+  /** Combine concurrent calls into one HTTP request (default true). */
+  batch?: boolean;
+  fetch?: typeof globalThis.fetch;
+};
+
+/** The end-to-end typed client of Loupe's tRPC door at `<url>/trpc`. */
+export function createClient({ url, apiKey, batch = true, fetch }: ClientOptions): LoupeClient {
+  const link = (batch ? httpBatchLink : httpLink)({
+    url: `${url.replace(/\/$/, '')}/trpc`,
+    headers: () => (apiKey ? { authorization: `Basic ${Buffer.from(`api:${apiKey}`).toString('base64')}` } : {}),
+    ...(fetch ? { fetch } : {}),
+  });
+  return createTRPCClient<AppRouter>({ links: [link] });
+}
