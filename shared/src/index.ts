@@ -3,3 +3,5 @@ export * from './me.ts';
 export * from './models.ts';
 export * from './project.ts';
 export * from './time.ts';
+export * from './calls.ts';
+export * from './query.ts';

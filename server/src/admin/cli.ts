@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { ROLES, type Role } from '@loupe/shared';
 import { ConfigError, loadConfig } from '../config.ts';
-import { migrate, openDatabase, type Orm } from '../db/orm.ts';
+import { forkEm, migrate, openDatabase, type Orm } from '../db/orm.ts';
 import { AdminError, addMember, createKey, createUser, listKeys, revokeKey } from './commands.ts';
 import { loadDemo } from './demo.ts';
 
@@ -34,7 +34,7 @@ async function run(orm: Orm, argv: string[]): Promise<void> {
     options: { entity: { type: 'string' }, role: { type: 'string' }, json: { type: 'boolean', default: false } },
   });
   const json = values.json ?? false;
-  const em = orm.em.fork();
+  const em = forkEm(orm);
   const [group, action, ...rest] = positionals;
   const args = (count: number) => {
     if (rest.length !== count) throw new UsageError(`"${group} ${action}" takes ${count} argument${count === 1 ? '' : 's'}`);

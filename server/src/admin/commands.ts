@@ -1,4 +1,4 @@
-import type { EntityManager } from '@mikro-orm/core';
+import type { Em } from '../db/orm.ts';
 import { NAME_PART, type Role } from '@loupe/shared';
 import { v7 as uuidv7 } from 'uuid';
 import { generateApiKey } from '../auth/api-keys.ts';
@@ -15,13 +15,13 @@ function checkName(kind: string, name: string): void {
   }
 }
 
-async function userNamed(em: EntityManager, username: string) {
+async function userNamed(em: Em, username: string) {
   const user = await em.findOne(User, { username });
   if (!user) throw new AdminError(`no user named "${username}"`);
   return user;
 }
 
-async function addKey(em: EntityManager, user: { id: string; username: string }): Promise<CreatedKey> {
+async function addKey(em: Em, user: { id: string; username: string }): Promise<CreatedKey> {
   const { key, hash } = generateApiKey();
   const id = uuidv7();
   em.create(ApiKey, { id, userId: user.id, keyHash: hash, createdAt: new Date(), revokedAt: null });
@@ -29,7 +29,7 @@ async function addKey(em: EntityManager, user: { id: string; username: string })
   return { key_id: id, user_id: user.id, username: user.username, api_key: key };
 }
 
-async function upsertMembership(em: EntityManager, userId: string, entity: string, role: Role): Promise<void> {
+async function upsertMembership(em: Em, userId: string, entity: string, role: Role): Promise<void> {
   checkName('entity', entity);
   if (!(await em.findOne(EntityRecord, { name: entity }))) {
     em.create(EntityRecord, { name: entity, createdAt: new Date() });
@@ -42,7 +42,7 @@ async function upsertMembership(em: EntityManager, userId: string, entity: strin
 }
 
 /** `users create`: the user, optionally its entity and membership, and a first API key — atomically. */
-export async function createUser(em: EntityManager, username: string, options: { entity?: string; role?: Role }): Promise<CreatedKey> {
+export async function createUser(em: Em, username: string, options: { entity?: string; role?: Role }): Promise<CreatedKey> {
   checkName('username', username);
   if (username === 'api') throw new AdminError('username "api" is reserved: it is the generic username of Basic auth');
   return em.transactional(async (tx) => {
@@ -54,11 +54,11 @@ export async function createUser(em: EntityManager, username: string, options: {
   });
 }
 
-export async function createKey(em: EntityManager, username: string): Promise<CreatedKey> {
+export async function createKey(em: Em, username: string): Promise<CreatedKey> {
   return em.transactional(async (tx) => addKey(tx, await userNamed(tx, username)));
 }
 
-export async function listKeys(em: EntityManager, username: string) {
+export async function listKeys(em: Em, username: string) {
   const user = await userNamed(em, username);
   const keys = await em.find(ApiKey, { userId: user.id }, { orderBy: { createdAt: 'asc', id: 'asc' } });
   return keys.map((key) => ({
@@ -69,7 +69,7 @@ export async function listKeys(em: EntityManager, username: string) {
 }
 
 /** Revoking is immediate for every server process: each request looks its key up afresh. */
-export async function revokeKey(em: EntityManager, keyId: string): Promise<{ key_id: string; revoked_at: string }> {
+export async function revokeKey(em: Em, keyId: string): Promise<{ key_id: string; revoked_at: string }> {
   return em.transactional(async (tx) => {
     const key = await tx.findOne(ApiKey, { id: keyId });
     if (!key) throw new AdminError(`no API key with id "${keyId}"`);
@@ -79,7 +79,7 @@ export async function revokeKey(em: EntityManager, keyId: string): Promise<{ key
   });
 }
 
-export async function addMember(em: EntityManager, username: string, entity: string, role: Role) {
+export async function addMember(em: Em, username: string, entity: string, role: Role) {
   return em.transactional(async (tx) => {
     const user = await userNamed(tx, username);
     await upsertMembership(tx, user.id, entity, role);

@@ -1,9 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { EntityManager } from '@mikro-orm/core';
 import type { AuthFailureLimiter } from '../auth/failure-limiter.ts';
 import type { ModelCatalog } from '../catalog/catalog.ts';
 import type { Config } from '../config.ts';
-import type { Orm } from '../db/orm.ts';
+import { forkEm, type Em, type Orm } from '../db/orm.ts';
 import type { Logger } from '../log.ts';
 
 /** What every request can reach: long-lived parts built once at start-up. */
@@ -18,7 +17,7 @@ export type Services = {
 export type Context = {
   services: Services;
   /** A fork of the entity manager for this request alone. */
-  em: EntityManager;
+  em: Em;
   requestId: string;
   /** The client address failed authentications are counted against. */
   client: string;
@@ -35,7 +34,7 @@ export function contextFactory(services: Services) {
     const request = req as RequestWithId;
     return {
       services,
-      em: services.orm.em.fork(),
+      em: forkEm(services.orm),
       requestId: request.id ?? '',
       client: request.ip ?? req.socket.remoteAddress ?? 'unknown',
       authorization: req.headers.authorization,

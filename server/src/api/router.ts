@@ -1,10 +1,12 @@
 import type { inferRouterInputs, inferRouterOutputs } from '@trpc/server';
+import { callsRouter } from './routers/calls.ts';
 import { meRouter } from './routers/me.ts';
 import { modelsRouter } from './routers/models.ts';
 import { lockInputCoercion } from './strict-input.ts';
 import { createCallerFactory, router } from './trpc.ts';
 
 export const appRouter = router({
+  calls: callsRouter,
   me: meRouter,
   models: modelsRouter,
 });

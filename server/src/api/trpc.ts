@@ -2,7 +2,7 @@ import { initTRPC } from '@trpc/server';
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import { parseAuthorization } from '../auth/credentials.ts';
 import { authenticate } from '../auth/authenticate.ts';
-import { DomainError } from '../domain/errors.ts';
+import { DomainError, tooLarge } from '../domain/errors.ts';
 import type { Context } from './context.ts';
 import { normalizeError, reasonOf, zodIssues } from './error-policy.ts';
 
@@ -57,4 +57,17 @@ export const protectedProcedure = normalized.use(async ({ ctx, next }) => {
     );
   }
   return next({ ctx: { ...ctx, user } });
+});
+
+/**
+ * Refuses a batch over the configured record limit with 413 before its elements are validated, so
+ * a client learns to split it whatever else is wrong with it. Runs after authentication.
+ */
+export const batchLimited = protectedProcedure.use(async ({ ctx, getRawInput, next }) => {
+  const raw = (await getRawInput()) as { batch?: unknown } | undefined;
+  const max = ctx.services.config.limits.batchRecords;
+  if (Array.isArray(raw?.batch) && raw.batch.length > max) {
+    throw tooLarge(`The batch holds ${raw.batch.length} records; at most ${max} are accepted in one request. Split it.`);
+  }
+  return next();
 });

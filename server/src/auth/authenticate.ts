@@ -1,5 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
-import type { EntityManager } from '@mikro-orm/core';
+import type { Em } from '../db/orm.ts';
 import type { Role } from '@loupe/shared';
 import { hashApiKey } from './api-keys.ts';
 import type { Credentials } from './credentials.ts';
@@ -14,9 +14,9 @@ export type AuthUser = {
 type Row = { user_id: string; username: string; key_hash: string; entity: string | null; role: Role | null };
 
 /** The user behind a live (not revoked) API key, or null. One round trip to the database. */
-export async function authenticate(em: EntityManager, credentials: Credentials): Promise<AuthUser | null> {
+export async function authenticate(em: Em, credentials: Credentials): Promise<AuthUser | null> {
   const hash = hashApiKey(credentials.key);
-  const rows: Row[] = await em.getConnection().execute(
+  const rows = await em.execute<Row[]>(
     `select u.id as user_id, u.username, k.key_hash, m.entity, m.role
        from api_keys k
        join users u on u.id = k.user_id

@@ -59,4 +59,25 @@ export const Project = defineEntity({
   },
 });
 
-export const entities = [User, ApiKey, EntityRecord, Membership, Project];
+export const Call = defineEntity({
+  name: 'Call',
+  tableName: 'calls',
+  properties: {
+    projectId: p.string().primary(),
+    id: p.string().primary(),
+    traceId: p.string(),
+    opName: p.string(),
+    startedAt: p.datetime(),
+    endedAt: p.datetime().nullable(),
+    inputs: p.json<Record<string, unknown>>().nullable(),
+    output: p.json<unknown>().nullable(),
+    attributes: p.json<Record<string, unknown>>().nullable(),
+    exception: p.text().nullable(),
+    /** SHA-256 of the canonical JSON of the element the client sent: the idempotency check. */
+    requestHash: p.string(),
+    createdAt: p.datetime(),
+    createdBy: p.string(),
+  },
+});
+
+export const entities = [User, ApiKey, EntityRecord, Membership, Project, Call];

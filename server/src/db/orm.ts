@@ -1,13 +1,20 @@
 import { MikroORM, type Options } from '@mikro-orm/core';
 import { Migrator } from '@mikro-orm/migrations';
 import { PostgreSqlDriver } from '@mikro-orm/postgresql';
-import { SqliteDriver } from '@mikro-orm/sql';
+import { SqliteDriver, type SqlEntityManager } from '@mikro-orm/sql';
 import { entities } from './entities.ts';
 import { migrations } from './migrations/index.ts';
 import { LoupeSqliteDialect } from './sqlite-dialect.ts';
 
 export type Dialect = 'sqlite' | 'postgresql';
 export type Orm = MikroORM;
+/** The SQL entity manager every domain function takes (query builder included). */
+export type Em = SqlEntityManager;
+
+/** A fresh unit of work for one request or command. */
+export function forkEm(orm: Orm): Em {
+  return orm.em.fork() as unknown as Em;
+}
 
 export function dialectOf(databaseUrl: string): Dialect {
   return databaseUrl.startsWith('sqlite:') ? 'sqlite' : 'postgresql';

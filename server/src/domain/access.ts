@@ -1,4 +1,4 @@
-import type { EntityManager } from '@mikro-orm/core';
+import type { Em } from '../db/orm.ts';
 import { splitProjectId } from '@loupe/shared';
 import type { AuthUser } from '../auth/authenticate.ts';
 import { forbidden } from './errors.ts';
@@ -16,14 +16,11 @@ export function requireProjectAccess(user: AuthUser, projectId: string, access: 
 }
 
 /** Projects come into being on their first write. */
-export async function ensureProject(em: EntityManager, projectId: string): Promise<void> {
+export async function ensureProject(em: Em, projectId: string): Promise<void> {
   const { entity, project } = splitProjectId(projectId);
-  await em
-    .getConnection()
-    .execute('insert into projects (id, entity, name, created_at) values (?, ?, ?, ?) on conflict (id) do nothing', [
-      projectId,
-      entity,
-      project,
-      em.getPlatform().processDateProperty(new Date()),
-    ]);
+  await em.execute(
+    'insert into projects (id, entity, name, created_at) values (?, ?, ?, ?) on conflict (id) do nothing',
+    [projectId, entity, project, em.getPlatform().processDateProperty(new Date())],
+    'run',
+  );
 }

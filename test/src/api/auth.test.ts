@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { revokeKey } from '@loupe/server';
+import { forkEm, revokeKey } from '@loupe/server';
 import { describeEachBackend } from '../harness/backends.ts';
 import { basic, client, createUser, rest } from '../harness/http.ts';
 import { startTestServer, type TestServer } from '../harness/server.ts';
@@ -34,7 +34,7 @@ describeEachBackend('authentication', (backend) => {
   it('stops accepting a key once it is revoked', async () => {
     const bob = await createUser(server);
     expect((await rest(server, 'GET', '/me', { key: bob.api_key })).status).toBe(200);
-    await revokeKey(server.server.services.orm.em.fork(), bob.key_id);
+    await revokeKey(forkEm(server.server.services.orm), bob.key_id);
     const reply = await rest(server, 'GET', '/me', { key: bob.api_key });
     expect(reply.status).toBe(401);
   });

@@ -1,0 +1,119 @@
+import type { InferEntity } from '@mikro-orm/core';
+import type { Em } from '../db/orm.ts';
+import type { Call as CallDto, CallCreateReq, CallQueryReq } from '@loupe/shared';
+import { v7 as uuidv7 } from 'uuid';
+import type { AuthUser } from '../auth/authenticate.ts';
+import { Call } from '../db/entities.ts';
+import { ensureProject, requireProjectAccess } from './access.ts';
+import { conflict, invalid, notFound } from './errors.ts';
+import { contentHash, firstPositions } from './idempotency.ts';
+import type { Page } from './paging.ts';
+
+type CallRow = InferEntity<typeof Call>;
+
+const IN_CHUNK = 500;
+
+export function toCallDto(row: CallRow): CallDto {
+  return {
+    project_id: row.projectId,
+    id: row.id,
+    trace_id: row.traceId,
+    op_name: row.opName,
+    started_at: row.startedAt.toISOString(),
+    ended_at: row.endedAt ? row.endedAt.toISOString() : null,
+    inputs: (row.inputs ?? null) as CallDto['inputs'],
+    output: (row.output ?? null) as CallDto['output'],
+    attributes: (row.attributes ?? null) as CallDto['attributes'],
+    exception: row.exception ?? null,
+    created_at: row.createdAt.toISOString(),
+    created_by: row.createdBy,
+  };
+}
+
+/**
+ * Stores a batch of calls, all or nothing. An id that exists with the same content is a retry and
+ * stores nothing new; with other content it is a 409 for the whole batch.
+ */
+export async function createCalls(em: Em, user: AuthUser, batch: readonly CallCreateReq[]): Promise<{ id: string }[]> {
+  for (const projectId of new Set(batch.map((call) => call.project_id))) requireProjectAccess(user, projectId, 'write');
+  const keyed = batch.map((call) => {
+    const id = call.id ?? uuidv7();
+    return { key: `${call.project_id}\u0000${id}`, hash: contentHash(call), id, call };
+  });
+  const positions = firstPositions(keyed, (index, first) =>
+    invalid(`batch[${index}]: call id "${keyed[index]!.id}" repeats batch[${first}] with different content.`),
+  );
+  const now = new Date();
+  const rows = keyed
+    .filter((_, index) => positions[index] === index)
+    .map(({ id, hash, call }) => ({
+      projectId: call.project_id,
+      id,
+      traceId: call.trace_id ?? uuidv7(),
+      opName: call.op_name,
+      startedAt: new Date(call.started_at),
+      endedAt: call.ended_at ? new Date(call.ended_at) : null,
+      inputs: call.inputs ?? null,
+      output: call.output ?? null,
+      attributes: call.attributes ?? null,
+      exception: call.exception ?? null,
+      requestHash: hash,
+      createdAt: now,
+      createdBy: user.id,
+    }));
+
+  await em.transactional(async (tx) => {
+    for (const projectId of new Set(rows.map((row) => row.projectId))) await ensureProject(tx, projectId);
+    for (let i = 0; i < rows.length; i += IN_CHUNK) {
+      // A row that already exists (a retry, or a concurrent request with the same id) is left
+      // alone here and judged by its hash below.
+      await tx.createQueryBuilder(Call).insert(rows.slice(i, i + IN_CHUNK)).onConflict(['projectId', 'id']).ignore().execute();
+    }
+    const hashOf = new Map(keyed.map((k) => [k.key, k.hash]));
+    for (const [projectId, ids] of groupIds(rows)) {
+      for (let i = 0; i < ids.length; i += IN_CHUNK) {
+        const stored = await tx.find(Call, { projectId, id: { $in: ids.slice(i, i + IN_CHUNK) } }, { fields: ['id', 'requestHash'] });
+        for (const row of stored) {
+          if (row.requestHash !== hashOf.get(`${projectId}\u0000${row.id}`)) {
+            const index = keyed.findIndex((k) => k.key === `${projectId}\u0000${row.id}`);
+            throw conflict(`batch[${index}]: call id "${row.id}" already exists in ${projectId} with different content.`);
+          }
+        }
+      }
+    }
+  });
+  return keyed.map(({ id }) => ({ id }));
+}
+
+function groupIds(rows: readonly { projectId: string; id: string }[]): Map<string, string[]> {
+  const groups = new Map<string, string[]>();
+  for (const row of rows) {
+    const ids = groups.get(row.projectId) ?? [];
+    ids.push(row.id);
+    groups.set(row.projectId, ids);
+  }
+  return groups;
+}
+
+export async function readCall(em: Em, user: AuthUser, projectId: string, callId: string): Promise<CallDto> {
+  requireProjectAccess(user, projectId, 'read');
+  const row = await em.findOne(Call, { projectId, id: callId });
+  if (!row) throw notFound(`Call "${callId}" does not exist in project ${projectId}.`);
+  return toCallDto(row);
+}
+
+export async function queryCalls(em: Em, user: AuthUser, query: CallQueryReq, page: Page): Promise<CallDto[]> {
+  requireProjectAccess(user, query.project_id, 'read');
+  const filter = query.filter ?? {};
+  const rows = await em.find(
+    Call,
+    {
+      projectId: query.project_id,
+      ...(filter.call_ids ? { id: { $in: filter.call_ids } } : {}),
+      ...(filter.op_names ? { opName: { $in: filter.op_names } } : {}),
+      ...(filter.trace_ids ? { traceId: { $in: filter.trace_ids } } : {}),
+    },
+    { orderBy: { startedAt: 'asc', id: 'asc' }, limit: page.limit, offset: page.offset },
+  );
+  return rows.map(toCallDto);
+}
