@@ -5,3 +5,6 @@ export * from './project.ts';
 export * from './time.ts';
 export * from './calls.ts';
 export * from './query.ts';
+export * from './annotation-queues.ts';
+export * from './annotation-specs.ts';
+export * from './refs.ts';

@@ -1,4 +1,6 @@
 import type { inferRouterInputs, inferRouterOutputs } from '@trpc/server';
+import { annotationQueuesRouter } from './routers/annotation-queues.ts';
+import { annotationSpecsRouter } from './routers/annotation-specs.ts';
 import { callsRouter } from './routers/calls.ts';
 import { meRouter } from './routers/me.ts';
 import { modelsRouter } from './routers/models.ts';
@@ -6,6 +8,8 @@ import { lockInputCoercion } from './strict-input.ts';
 import { createCallerFactory, router } from './trpc.ts';
 
 export const appRouter = router({
+  annotationQueues: annotationQueuesRouter,
+  annotationSpecs: annotationSpecsRouter,
   calls: callsRouter,
   me: meRouter,
   models: modelsRouter,

@@ -80,4 +80,36 @@ export const Call = defineEntity({
   },
 });
 
-export const entities = [User, ApiKey, EntityRecord, Membership, Project, Call];
+export const AnnotationSpecRecord = defineEntity({
+  name: 'AnnotationSpecRecord',
+  tableName: 'annotation_specs',
+  properties: {
+    projectId: p.string().primary(),
+    name: p.string().primary(),
+    digest: p.string().primary(),
+    description: p.text().nullable(),
+    fieldSchema: p.json<Record<string, unknown>>(),
+    createdAt: p.datetime(),
+    createdBy: p.string(),
+  },
+});
+
+export const AnnotationQueueRecord = defineEntity({
+  name: 'AnnotationQueueRecord',
+  tableName: 'annotation_queues',
+  properties: {
+    id: p.string().primary(),
+    projectId: p.string(),
+    name: p.string(),
+    description: p.text().nullable(),
+    scorerRefs: p.json<string[]>(),
+    annotationsPerItem: p.type('integer'),
+    leaseSeconds: p.type('integer'),
+    createdAt: p.datetime(),
+    createdBy: p.string(),
+    updatedAt: p.datetime(),
+    deletedAt: p.datetime().nullable(),
+  },
+});
+
+export const entities = [User, ApiKey, EntityRecord, Membership, Project, Call, AnnotationSpecRecord, AnnotationQueueRecord];

@@ -34,7 +34,9 @@ export function modelListHttp(catalog: ModelCatalog, contextFor: (req: Request, 
       return;
     }
     if (req.method !== 'GET' && req.method !== 'HEAD') return next();
-    const query = ModelListQuery.safeParse(req.query);
+    // An empty value (`?feature=`) is no filter, as the REST adapter behind this route reads it;
+    // otherwise such a poll would fall through and be answered without ETag or Cache-Control.
+    const query = ModelListQuery.safeParse(Object.fromEntries(Object.entries(req.query).filter(([, value]) => value !== '')));
     if (!query.success) return next();
     try {
       const version = catalog.snapshot.version;

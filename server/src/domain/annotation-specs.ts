@@ -1,0 +1,90 @@
+import type { InferEntity } from '@mikro-orm/core';
+import { objectRef, parseRef, type AnnotationSpec, type AnnotationSpecCreateReq, type AnnotationSpecQueryReq } from '@loupe/shared';
+import type { AuthUser } from '../auth/authenticate.ts';
+import { AnnotationSpecRecord } from '../db/entities.ts';
+import type { Em } from '../db/orm.ts';
+import { ensureProject, requireProjectAccess } from './access.ts';
+import { invalid } from './errors.ts';
+import { contentHash } from './idempotency.ts';
+import { compileFieldSchema } from './json-schema.ts';
+
+type SpecRow = InferEntity<typeof AnnotationSpecRecord>;
+
+/** The digest covers what the spec means (description and schema): same content, same ref. */
+export function specDigest(description: string | null, fieldSchema: unknown): string {
+  return Buffer.from(contentHash({ description, field_schema: fieldSchema }), 'hex').toString('base64url');
+}
+
+export function toSpecDto(row: SpecRow): AnnotationSpec {
+  return {
+    ref: objectRef(row.projectId, row.name, row.digest),
+    project_id: row.projectId,
+    name: row.name,
+    digest: row.digest,
+    description: row.description ?? null,
+    field_schema: row.fieldSchema as AnnotationSpec['field_schema'],
+    created_at: row.createdAt.toISOString(),
+    created_by: row.createdBy,
+  };
+}
+
+export async function createSpec(em: Em, user: AuthUser, req: AnnotationSpecCreateReq) {
+  requireProjectAccess(user, req.project_id, 'write');
+  const description = req.description ?? null;
+  const digest = specDigest(description, req.field_schema);
+  compileFieldSchema(req.field_schema, `${req.project_id}/${req.name}:${digest}`);
+  const row = await em.transactional(async (tx) => {
+    await ensureProject(tx, req.project_id);
+    await tx
+      .createQueryBuilder(AnnotationSpecRecord)
+      .insert({
+        projectId: req.project_id,
+        name: req.name,
+        digest,
+        description,
+        fieldSchema: req.field_schema,
+        createdAt: new Date(),
+        createdBy: user.id,
+      })
+      .onConflict(['projectId', 'name', 'digest'])
+      .ignore()
+      .execute();
+    // Re-created content keeps its first created_at.
+    return tx.findOneOrFail(AnnotationSpecRecord, { projectId: req.project_id, name: req.name, digest });
+  });
+  const spec = toSpecDto(row);
+  return { ref: spec.ref, name: spec.name, digest: spec.digest, created_at: spec.created_at };
+}
+
+export async function querySpecs(em: Em, user: AuthUser, req: AnnotationSpecQueryReq): Promise<AnnotationSpec[]> {
+  requireProjectAccess(user, req.project_id, 'read');
+  const byRef = (req.refs ?? []).map((ref, index) => {
+    const parsed = parseRef(ref);
+    if (!parsed.ok) throw invalid(`refs[${index}] ${parsed.reason}.`);
+    if (parsed.ref.kind !== 'object' || parsed.ref.extra.length) throw invalid(`refs[${index}] must be an object ref <name>:<digest>.`);
+    if (parsed.ref.projectId !== req.project_id) throw invalid(`refs[${index}] belongs to another project.`);
+    return { name: parsed.ref.name, digest: parsed.ref.digest };
+  });
+  const or = [...(req.names?.length ? [{ name: { $in: req.names } }] : []), ...byRef];
+  if (!or.length && (req.names || req.refs)) return [];
+  const rows = await em.find(
+    AnnotationSpecRecord,
+    { projectId: req.project_id, ...(or.length ? { $or: or } : {}) },
+    { orderBy: { name: 'asc', createdAt: 'asc', digest: 'asc' } },
+  );
+  return rows.map(toSpecDto);
+}
+
+/**
+ * Resolves an object ref to a stored spec of the project, or explains why not. `field` names the
+ * offending field in the reason (e.g. `scorer_refs[2]`, `batch[4].annotation_ref`).
+ */
+export async function resolveSpecRef(em: Em, projectId: string, ref: string, field: string): Promise<SpecRow> {
+  const parsed = parseRef(ref);
+  if (!parsed.ok) throw invalid(`${field} ${parsed.reason}.`);
+  if (parsed.ref.kind !== 'object') throw invalid(`${field} must be an object ref (svc:///<entity>/<project>/object/<name>:<digest>).`);
+  if (parsed.ref.projectId !== projectId) throw invalid(`${field} must be a ref in project ${projectId}.`);
+  const row = await em.findOne(AnnotationSpecRecord, { projectId, name: parsed.ref.name, digest: parsed.ref.digest });
+  if (!row) throw invalid(`${field} names no stored annotation spec of project ${projectId}.`);
+  return row;
+}

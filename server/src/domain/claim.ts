@@ -1,0 +1,65 @@
+import type { AnnotationQueueItem } from '@loupe/shared';
+import type { AuthUser } from '../auth/authenticate.ts';
+import type { Em } from '../db/orm.ts';
+import { lockClause, sqlDate } from '../db/sql.ts';
+import { requireProjectAccess } from './access.ts';
+import { liveQueue } from './annotation-queues.ts';
+import { recordProgress } from './progress.ts';
+import { ITEM_COLUMNS, toItemDto, type ItemRow } from './queue-items.ts';
+
+/** Progress that occupies a slot of an item: finished work, or a lease that has not expired. */
+const OCCUPYING = `(p.state in ('completed', 'skipped') or (p.state = 'in_progress' and p.lease_expires_at > ?))`;
+const MAX_ATTEMPTS = 50;
+
+/**
+ * Hands the caller the next item to annotate (contract 5.2): its own unexpired in-progress item if
+ * it has one, else the first item in queue order it has not touched that still has a free slot,
+ * recorded as in_progress with a lease.
+ *
+ * On PostgreSQL a candidate is taken with FOR UPDATE SKIP LOCKED and its slots are counted again
+ * after the lock is held: every writer of an item's progress holds that item's lock until it
+ * commits, so the recount sees all of them. On SQLite the one connection serialises claims.
+ */
+export async function claimItem(em: Em, user: AuthUser, projectId: string, queueId: string): Promise<AnnotationQueueItem | null> {
+  requireProjectAccess(user, projectId, 'write');
+  const queue = await liveQueue(em, projectId, queueId);
+  return em.transactional(async (tx) => {
+    const now = new Date();
+    const at = sqlDate(tx, now);
+    const [own] = await tx.execute<ItemRow[]>(
+      `select ${ITEM_COLUMNS} from annotation_item_progress p
+         join annotation_queue_items i on i.id = p.item_id
+        where p.queue_id = ? and p.annotator_user_id = ? and p.state = 'in_progress' and p.lease_expires_at > ?
+          and i.deleted_at is null
+        order by i.created_at, i.id limit 1`,
+      [queueId, user.id, at],
+    );
+    if (own) return toItemDto(own);
+
+    const passedOver: string[] = [];
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const exclude = passedOver.length ? ` and i.id not in (${passedOver.map(() => '?').join(', ')})` : '';
+      const [candidate] = await tx.execute<ItemRow[]>(
+        `select ${ITEM_COLUMNS} from annotation_queue_items i
+          where i.queue_id = ? and i.deleted_at is null${exclude}
+            and not exists (select 1 from annotation_item_progress p where p.item_id = i.id and p.annotator_user_id = ?)
+            and (select count(*) from annotation_item_progress p where p.item_id = i.id and ${OCCUPYING}) < ?
+          order by i.created_at, i.id
+          limit 1${lockClause(tx, 'for update of i skip locked')}`,
+        [queueId, ...passedOver, user.id, at, queue.annotationsPerItem],
+      );
+      if (!candidate) return null;
+      const [{ taken }] = (await tx.execute<{ taken: number | string }[]>(
+        `select count(*) as taken from annotation_item_progress p where p.item_id = ? and ${OCCUPYING}`,
+        [candidate.id, at],
+      )) as [{ taken: number | string }];
+      if (Number(taken) >= queue.annotationsPerItem) {
+        passedOver.push(candidate.id);
+        continue;
+      }
+      await recordProgress(tx, candidate, user.id, 'in_progress', 'insert', queue.leaseSeconds, now);
+      return toItemDto({ ...candidate, state: 'in_progress', state_annotator_user_id: user.id });
+    }
+    return null;
+  });
+}

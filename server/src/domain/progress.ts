@@ -1,0 +1,65 @@
+import type { AnnotationQueueItem, AnnotationQueueItemProgressReq, ProgressState } from '@loupe/shared';
+import type { AuthUser } from '../auth/authenticate.ts';
+import type { Em } from '../db/orm.ts';
+import { sqlDate } from '../db/sql.ts';
+import { requireProjectAccess } from './access.ts';
+import { invalid } from './errors.ts';
+import { liveItem, toItemDto } from './queue-items.ts';
+import { decideTransition } from './transitions.ts';
+
+/**
+ * Writes one annotator's progress record and makes it the item's shown state. Callers hold the
+ * item's row lock (PostgreSQL) or the one SQLite connection, so writers of one item are serial.
+ */
+export async function recordProgress(
+  em: Em,
+  item: { id: string; queue_id: string },
+  annotatorId: string,
+  state: ProgressState,
+  action: 'insert' | 'update',
+  leaseSeconds: number,
+  now = new Date(),
+): Promise<void> {
+  const at = sqlDate(em, now);
+  // in_progress holds a lease (it counts against annotations_per_item until it expires).
+  const lease = state === 'in_progress' ? sqlDate(em, new Date(now.getTime() + leaseSeconds * 1000)) : null;
+  if (action === 'insert') {
+    await em.execute(
+      `insert into annotation_item_progress (item_id, annotator_user_id, queue_id, state, lease_expires_at, created_at, updated_at)
+       values (?, ?, ?, ?, ?, ?, ?)`,
+      [item.id, annotatorId, item.queue_id, state, lease, at, at],
+      'run',
+    );
+  } else {
+    await em.execute(
+      'update annotation_item_progress set state = ?, lease_expires_at = ?, updated_at = ? where item_id = ? and annotator_user_id = ?',
+      [state, lease, at, item.id, annotatorId],
+      'run',
+    );
+  }
+  // The shown state is the most recently updated record's; the item's own updated_at stays.
+  await em.execute(
+    `update annotation_queue_items set state = ?, state_annotator_user_id = ?, state_updated_at = ?
+      where id = ? and (state_updated_at is null or state_updated_at <= ?)`,
+    [state, annotatorId, at, item.id, at],
+    'run',
+  );
+}
+
+/** The interface document's progress operation (contract 4.1). */
+export async function updateProgress(em: Em, user: AuthUser, req: AnnotationQueueItemProgressReq): Promise<AnnotationQueueItem> {
+  requireProjectAccess(user, req.project_id, 'write');
+  return em.transactional(async (tx) => {
+    const item = await liveItem(tx, req.project_id, req.queue_id, req.item_id, true);
+    const [current] = await tx.execute<{ state: ProgressState }[]>(
+      `select p.state from annotation_item_progress p where p.item_id = ? and p.annotator_user_id = ?`,
+      [req.item_id, user.id],
+    );
+    const decision = decideTransition(current?.state ?? null, req.annotation_state);
+    if (decision.action === 'reject') throw invalid(decision.reason);
+    if (decision.action === 'none') return toItemDto(item);
+    const [queue] = await tx.execute<{ lease_seconds: number }[]>('select lease_seconds from annotation_queues where id = ?', [req.queue_id]);
+    await recordProgress(tx, item, user.id, req.annotation_state, decision.action, queue!.lease_seconds);
+    return toItemDto(await liveItem(tx, req.project_id, req.queue_id, req.item_id));
+  });
+}

@@ -1,0 +1,184 @@
+import type { AnnotationQueueItem, AnnotationQueueItemsAddReq, AnnotationQueueItemsQueryReq, ItemSort } from '@loupe/shared';
+import { v7 as uuidv7 } from 'uuid';
+import type { AuthUser } from '../auth/authenticate.ts';
+import type { Em } from '../db/orm.ts';
+import { isoFromSql, isoOrNullFromSql, jsonFromSql, lockClause, placeholders, sqlDate } from '../db/sql.ts';
+import { ensureProject, requireProjectAccess } from './access.ts';
+import { liveQueue } from './annotation-queues.ts';
+import { notFound, tooLarge } from './errors.ts';
+import type { Page } from './paging.ts';
+
+const CHUNK = 500;
+
+/** The columns every item read selects, in the order toItemDto expects. */
+export const ITEM_COLUMNS = `i.id, i.project_id, i.queue_id, i.call_id, i.call_started_at, i.call_ended_at, i.call_op_name,
+  i.call_trace_id, i.display_fields, i.state, i.state_annotator_user_id, i.added_by, i.created_at, i.created_by,
+  i.updated_at, i.deleted_at`;
+
+export type ItemRow = Record<string, unknown> & { id: string; queue_id: string };
+
+export function toItemDto(row: ItemRow, position: number | null = null): AnnotationQueueItem {
+  return {
+    id: row.id,
+    project_id: row.project_id as string,
+    queue_id: row.queue_id as string,
+    call_id: row.call_id as string,
+    call_started_at: isoFromSql(row.call_started_at),
+    call_ended_at: isoOrNullFromSql(row.call_ended_at),
+    call_op_name: row.call_op_name as string,
+    call_trace_id: row.call_trace_id as string,
+    display_fields: jsonFromSql<string[]>(row.display_fields),
+    annotation_state: row.state as AnnotationQueueItem['annotation_state'],
+    annotator_user_id: (row.state_annotator_user_id as string | null) ?? null,
+    added_by: row.added_by as string,
+    created_at: isoFromSql(row.created_at),
+    created_by: row.created_by as string,
+    updated_at: isoFromSql(row.updated_at),
+    deleted_at: isoOrNullFromSql(row.deleted_at),
+    position_in_queue: position,
+  };
+}
+
+/** The live item named in a path (in a live queue of that project), or 404. */
+export async function liveItem(em: Em, projectId: string, queueId: string, itemId: string, lock = false): Promise<ItemRow> {
+  const forUpdate = lock ? lockClause(em, 'for update of i') : '';
+  const rows = await em.execute<ItemRow[]>(
+    `select ${ITEM_COLUMNS} from annotation_queue_items i
+       join annotation_queues q on q.id = i.queue_id
+      where i.id = ? and i.queue_id = ? and i.project_id = ? and i.deleted_at is null and q.deleted_at is null${forUpdate}`,
+    [itemId, queueId, projectId],
+  );
+  if (!rows[0]) throw notFound(`Item "${itemId}" does not exist in annotation queue "${queueId}" of project ${projectId}.`);
+  return rows[0];
+}
+
+export type AddItemsResult = { added_count: number; duplicates: string[]; missing_call_ids: string[] };
+
+/**
+ * Adds calls to a queue. A call already live in the queue is a duplicate; the partial unique
+ * index on (queue_id, call_id) keeps that true under concurrent adds.
+ */
+export async function addItems(em: Em, user: AuthUser, req: AnnotationQueueItemsAddReq, maxCallIds: number): Promise<AddItemsResult> {
+  requireProjectAccess(user, req.project_id, 'write');
+  if (req.call_ids.length > maxCallIds) {
+    throw tooLarge(`call_ids holds ${req.call_ids.length} ids; at most ${maxCallIds} are accepted in one request. Split it.`);
+  }
+  await liveQueue(em, req.project_id, req.queue_id);
+  const unique = [...new Set(req.call_ids)];
+  const repeated = req.call_ids.filter((id, index) => req.call_ids.indexOf(id) !== index);
+  const calls = new Map<string, Record<string, unknown>>();
+  for (let i = 0; i < unique.length; i += CHUNK) {
+    const ids = unique.slice(i, i + CHUNK);
+    const rows = await em.execute<Record<string, unknown>[]>(
+      `select id, trace_id, op_name, started_at, ended_at from calls where project_id = ? and id in (${placeholders(ids.length)})`,
+      [req.project_id, ...ids],
+    );
+    for (const row of rows) calls.set(row.id as string, row);
+  }
+  const missing = unique.filter((id) => !calls.has(id));
+  const present = unique.filter((id) => calls.has(id));
+  const now = sqlDate(em, new Date());
+  const displayFields = JSON.stringify(req.display_fields ?? []);
+  const added = new Set<string>();
+  await em.transactional(async (tx) => {
+    await ensureProject(tx, req.project_id);
+    for (let i = 0; i < present.length; i += CHUNK) {
+      const ids = present.slice(i, i + CHUNK);
+      const values: unknown[] = [];
+      for (const id of ids) {
+        const call = calls.get(id)!;
+        values.push(uuidv7(), req.project_id, req.queue_id, id, call.started_at, call.ended_at ?? null, call.op_name, call.trace_id);
+        values.push(displayFields, user.id, now, user.id, now);
+      }
+      const inserted = await tx.execute<{ call_id: string }[]>(
+        `insert into annotation_queue_items (id, project_id, queue_id, call_id, call_started_at, call_ended_at, call_op_name,
+           call_trace_id, display_fields, added_by, created_at, created_by, updated_at)
+         values ${ids.map(() => `(${placeholders(13)})`).join(', ')}
+         on conflict (queue_id, call_id) where deleted_at is null do nothing
+         returning call_id`,
+        values,
+      );
+      for (const row of inserted) added.add(row.call_id);
+    }
+  });
+  return {
+    added_count: added.size,
+    duplicates: [...present.filter((id) => !added.has(id)), ...repeated],
+    missing_call_ids: missing,
+  };
+}
+
+const SORT_COLUMNS: Record<ItemSort['field'], string> = {
+  created_at: 'i.created_at',
+  updated_at: 'i.updated_at',
+  call_started_at: 'i.call_started_at',
+  call_op_name: 'i.call_op_name',
+};
+
+function orderBy(sort: readonly ItemSort[] | undefined): string {
+  const keys = (sort?.length ? sort : [{ field: 'created_at', direction: 'asc' } as const]).map(
+    (key) => `${SORT_COLUMNS[key.field]} ${key.direction}`,
+  );
+  return [...keys, 'i.id asc'].join(', ');
+}
+
+export async function queryItems(em: Em, user: AuthUser, req: AnnotationQueueItemsQueryReq, page: Page): Promise<AnnotationQueueItem[]> {
+  requireProjectAccess(user, req.project_id, 'read');
+  await liveQueue(em, req.project_id, req.queue_id);
+  const conditions: string[] = [];
+  const params: unknown[] = [req.queue_id];
+  const filter = req.filter ?? {};
+  const inList = (column: string, values: readonly string[] | undefined) => {
+    if (values === undefined) return;
+    if (!values.length) conditions.push('1 = 0');
+    else {
+      conditions.push(`${column} in (${placeholders(values.length)})`);
+      params.push(...values);
+    }
+  };
+  inList('i.call_id', filter.call_ids);
+  inList('i.call_op_name', filter.call_op_names);
+  inList('i.call_trace_id', filter.call_trace_ids);
+  inList('i.added_by', filter.added_by);
+  inList('i.state', filter.annotation_states);
+  const order = orderBy(req.sort_by);
+  const where = `i.queue_id = ? and i.deleted_at is null${conditions.map((c) => ` and ${c}`).join('')}`;
+  const rows = await em.execute<ItemRow[]>(
+    `select ${ITEM_COLUMNS} from annotation_queue_items i where ${where} order by ${order} limit ? offset ?`,
+    [...params, page.limit, page.offset],
+  );
+  if (!req.include_position) return rows.map((row) => toItemDto(row));
+  if (!conditions.length) {
+    // Unfiltered, the page is a window of the queue's own order: ranks follow from the offset.
+    return rows.map((row, index) => toItemDto(row, page.offset + index + 1));
+  }
+  return rows.map((row) => toItemDto(row, null)).map(withPositions(await positionsOf(em, req.queue_id, order, rows)));
+}
+
+/** 1-based ranks of the given rows in the given order over the whole live queue. */
+async function positionsOf(em: Em, queueId: string, order: string, rows: readonly ItemRow[]): Promise<Map<string, number>> {
+  if (!rows.length) return new Map();
+  const ranked = await em.execute<{ id: string; position: number | string }[]>(
+    `select r.id, r.position from (
+        select i.id, row_number() over (order by ${order}) as position
+          from annotation_queue_items i where i.queue_id = ? and i.deleted_at is null
+      ) r where r.id in (${placeholders(rows.length)})`,
+    [queueId, ...rows.map((row) => row.id)],
+  );
+  return new Map(ranked.map((row) => [row.id, Number(row.position)]));
+}
+
+function withPositions(positions: Map<string, number>) {
+  return (item: AnnotationQueueItem): AnnotationQueueItem => ({ ...item, position_in_queue: positions.get(item.id) ?? null });
+}
+
+/** Soft delete of one item; it answers 404 from then on. */
+export async function deleteItem(em: Em, user: AuthUser, projectId: string, queueId: string, itemId: string): Promise<AnnotationQueueItem> {
+  requireProjectAccess(user, projectId, 'write');
+  return em.transactional(async (tx) => {
+    const row = await liveItem(tx, projectId, queueId, itemId, true);
+    const now = new Date();
+    await tx.execute('update annotation_queue_items set deleted_at = ?, updated_at = ? where id = ?', [sqlDate(tx, now), sqlDate(tx, now), itemId], 'run');
+    return toItemDto({ ...row, deleted_at: now, updated_at: now });
+  });
+}

@@ -1,0 +1,167 @@
+import { z } from 'zod';
+import { ProjectId } from './project.ts';
+import { ClientId, Limit, Offset } from './query.ts';
+import { Timestamp } from './time.ts';
+
+export const ANNOTATION_STATES = ['unstarted', 'in_progress', 'completed', 'skipped'] as const;
+export const AnnotationState = z.enum(ANNOTATION_STATES);
+export type AnnotationState = z.infer<typeof AnnotationState>;
+
+/** The states a progress update may set. */
+export const PROGRESS_STATES = ['in_progress', 'completed', 'skipped'] as const;
+export const ProgressState = z.enum(PROGRESS_STATES);
+export type ProgressState = z.infer<typeof ProgressState>;
+
+// Path ids are plain strings: one that names nothing is a 404, not a schema error.
+const QueueId = z.string().min(1).max(128).meta({ description: 'queue id' });
+const ItemId = z.string().min(1).max(128).meta({ description: 'item id' });
+
+// ---- queues ----
+
+export const AnnotationQueue = z
+  .strictObject({
+    id: z.string(),
+    project_id: z.string(),
+    name: z.string(),
+    description: z.string().nullable(),
+    scorer_refs: z.array(z.string()),
+    annotations_per_item: z.int(),
+    lease_seconds: z.int(),
+    created_at: Timestamp,
+    created_by: z.string(),
+    updated_at: Timestamp,
+    deleted_at: Timestamp.nullable(),
+  })
+  .meta({ id: 'AnnotationQueue' });
+export type AnnotationQueue = z.infer<typeof AnnotationQueue>;
+
+const QueueName = z.string().trim().min(1).max(256);
+const AnnotationsPerItem = z.int().min(1).max(100);
+const LeaseSeconds = z.int().min(10).max(86_400);
+
+export const AnnotationQueueCreateReq = z.strictObject({
+  project_id: ProjectId,
+  name: QueueName,
+  description: z.string().max(4096).nullable().optional(),
+  scorer_refs: z.array(z.string()).max(100).optional(),
+  annotations_per_item: AnnotationsPerItem.optional(),
+  lease_seconds: LeaseSeconds.optional(),
+});
+export type AnnotationQueueCreateReq = z.infer<typeof AnnotationQueueCreateReq>;
+export const AnnotationQueueCreateRes = z.strictObject({ id: z.string() });
+
+export const AnnotationQueueQueryReq = z.strictObject({
+  project_id: ProjectId,
+  name: z.string().max(256).optional().meta({ description: 'case-insensitive substring' }),
+  limit: Limit.optional(),
+  offset: Offset.optional(),
+});
+export type AnnotationQueueQueryReq = z.infer<typeof AnnotationQueueQueryReq>;
+export const AnnotationQueueQueryRes = z.strictObject({ queues: z.array(AnnotationQueue) });
+
+export const AnnotationQueueReadReq = z.strictObject({ queue_id: QueueId, project_id: ProjectId });
+export const AnnotationQueueRes = z.strictObject({ queue: AnnotationQueue });
+
+export const AnnotationQueueUpdateReq = z.strictObject({
+  queue_id: QueueId,
+  project_id: ProjectId,
+  name: QueueName.optional(),
+  description: z.string().max(4096).nullable().optional(),
+  scorer_refs: z.array(z.string()).max(100).optional(),
+  annotations_per_item: AnnotationsPerItem.optional(),
+  lease_seconds: LeaseSeconds.optional(),
+});
+export type AnnotationQueueUpdateReq = z.infer<typeof AnnotationQueueUpdateReq>;
+
+// ---- items ----
+
+export const AnnotationQueueItem = z
+  .strictObject({
+    id: z.string(),
+    project_id: z.string(),
+    queue_id: z.string(),
+    call_id: z.string(),
+    call_started_at: Timestamp,
+    call_ended_at: Timestamp.nullable(),
+    call_op_name: z.string(),
+    call_trace_id: z.string(),
+    display_fields: z.array(z.string()),
+    annotation_state: AnnotationState,
+    annotator_user_id: z.string().nullable(),
+    added_by: z.string(),
+    created_at: Timestamp,
+    created_by: z.string(),
+    updated_at: Timestamp,
+    deleted_at: Timestamp.nullable(),
+    position_in_queue: z.int().nullable(),
+  })
+  .meta({ id: 'AnnotationQueueItem' });
+export type AnnotationQueueItem = z.infer<typeof AnnotationQueueItem>;
+
+export const AnnotationQueueItemsAddReq = z.strictObject({
+  queue_id: QueueId,
+  project_id: ProjectId,
+  call_ids: z.array(ClientId).min(1),
+  display_fields: z.array(z.string().max(1024)).max(256).optional(),
+});
+export type AnnotationQueueItemsAddReq = z.infer<typeof AnnotationQueueItemsAddReq>;
+export const AnnotationQueueItemsAddRes = z.strictObject({
+  added_count: z.int(),
+  duplicates: z.array(z.string()).meta({ description: 'requested call ids already in the queue (or repeated in the request)' }),
+  missing_call_ids: z.array(z.string()),
+});
+
+export const ITEM_SORT_FIELDS = ['created_at', 'updated_at', 'call_started_at', 'call_op_name'] as const;
+export const ItemSort = z.strictObject({ field: z.enum(ITEM_SORT_FIELDS), direction: z.enum(['asc', 'desc']) });
+export type ItemSort = z.infer<typeof ItemSort>;
+
+export const AnnotationQueueItemsQueryReq = z.strictObject({
+  queue_id: QueueId,
+  project_id: ProjectId,
+  filter: z
+    .strictObject({
+      call_ids: z.array(z.string()).optional(),
+      call_op_names: z.array(z.string()).optional(),
+      call_trace_ids: z.array(z.string()).optional(),
+      added_by: z.array(z.string()).optional(),
+      annotation_states: z.array(AnnotationState).optional(),
+    })
+    .optional(),
+  sort_by: z.array(ItemSort).max(4).optional(),
+  limit: Limit.optional(),
+  offset: Offset.optional(),
+  include_position: z.boolean().optional(),
+});
+export type AnnotationQueueItemsQueryReq = z.infer<typeof AnnotationQueueItemsQueryReq>;
+export const AnnotationQueueItemsQueryRes = z.strictObject({ items: z.array(AnnotationQueueItem) });
+
+export const AnnotationQueueItemRef = z.strictObject({ queue_id: QueueId, item_id: ItemId, project_id: ProjectId });
+export const AnnotationQueueItemRes = z.strictObject({ item: AnnotationQueueItem });
+
+/** The body of the interface document's progress operation, plus its path parameters. */
+export const AnnotationQueueItemProgressReq = z.strictObject({
+  queue_id: QueueId,
+  item_id: ItemId,
+  project_id: ProjectId,
+  annotation_state: ProgressState,
+});
+export type AnnotationQueueItemProgressReq = z.infer<typeof AnnotationQueueItemProgressReq>;
+
+export const AnnotationQueueClaimReq = z.strictObject({ queue_id: QueueId, project_id: ProjectId });
+export const AnnotationQueueClaimRes = z.strictObject({ item: AnnotationQueueItem.nullable() });
+
+// ---- stats ----
+
+export const AnnotationQueueStatsReq = z.strictObject({ project_id: ProjectId, queue_ids: z.array(QueueId).min(1).max(1000) });
+const StateCounts = z.strictObject({ unstarted: z.int(), in_progress: z.int(), completed: z.int(), skipped: z.int() });
+export const AnnotationQueueStats = z.strictObject({
+  queue_id: z.string(),
+  total_items: z.int(),
+  completed_items: z.int(),
+  by_state: StateCounts,
+  by_annotator: z.array(
+    z.strictObject({ annotator_user_id: z.string(), in_progress: z.int(), completed: z.int(), skipped: z.int() }),
+  ),
+});
+export type AnnotationQueueStats = z.infer<typeof AnnotationQueueStats>;
+export const AnnotationQueueStatsRes = z.strictObject({ stats: z.array(AnnotationQueueStats) });
