@@ -24,7 +24,7 @@ function optionsFor(databaseUrl: string, poolSize: number): Options {
   const common = {
     entities,
     extensions: [Migrator],
-    migrations: { migrationsList: migrations[dialectOf(databaseUrl)], transactional: true, allOrNothing: true, silent: true },
+    migrations: { migrationsList: migrations[dialectOf(databaseUrl)], transactional: true, allOrNothing: true, silent: true, snapshot: false },
     discovery: { warnWhenNoEntities: false },
     debug: false,
     allowGlobalContext: false,
