@@ -8,3 +8,4 @@ export * from './query.ts';
 export * from './annotation-queues.ts';
 export * from './annotation-specs.ts';
 export * from './refs.ts';
+export * from './feedback.ts';

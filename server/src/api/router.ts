@@ -2,6 +2,7 @@ import type { inferRouterInputs, inferRouterOutputs } from '@trpc/server';
 import { annotationQueuesRouter } from './routers/annotation-queues.ts';
 import { annotationSpecsRouter } from './routers/annotation-specs.ts';
 import { callsRouter } from './routers/calls.ts';
+import { feedbackRouter } from './routers/feedback.ts';
 import { meRouter } from './routers/me.ts';
 import { modelsRouter } from './routers/models.ts';
 import { lockInputCoercion } from './strict-input.ts';
@@ -11,6 +12,7 @@ export const appRouter = router({
   annotationQueues: annotationQueuesRouter,
   annotationSpecs: annotationSpecsRouter,
   calls: callsRouter,
+  feedback: feedbackRouter,
   me: meRouter,
   models: modelsRouter,
 });

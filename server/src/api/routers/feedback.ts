@@ -1,0 +1,63 @@
+import {
+  FeedbackBatchCreateReq,
+  FeedbackBatchCreateRes,
+  FeedbackCreateReq,
+  FeedbackCreateRes,
+  FeedbackPurgeReq,
+  FeedbackPurgeRes,
+  FeedbackQueryReq,
+  FeedbackQueryRes,
+  FeedbackReplaceReq,
+} from '@loupe/shared';
+import { createFeedbackBatch, purgeFeedback, queryFeedback, replaceFeedback } from '../../domain/feedback.ts';
+import { resolvePaging } from '../../domain/paging.ts';
+import { batchLimited, protectedProcedure, router } from '../trpc.ts';
+
+const tags = ['feedback'];
+
+export const feedbackRouter = router({
+  batchCreate: batchLimited
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/feedback/batch/create',
+        tags,
+        summary: 'Create feedback records, all or nothing; idempotent by id',
+        description: 'svc_user_id is always the authenticated caller; a value in the body is ignored.',
+      },
+    })
+    .input(FeedbackBatchCreateReq)
+    .output(FeedbackBatchCreateRes)
+    .mutation(async ({ ctx, input }) => ({
+      res: await createFeedbackBatch(ctx.em, ctx.user, input.batch, ctx.services.config.limits.payloadBytes),
+    })),
+
+  create: protectedProcedure
+    .meta({ openapi: { method: 'POST', path: '/feedback/create', tags, summary: 'Create one feedback record' } })
+    .input(FeedbackCreateReq)
+    .output(FeedbackCreateRes)
+    .mutation(async ({ ctx, input }) => (await createFeedbackBatch(ctx.em, ctx.user, [input], ctx.services.config.limits.payloadBytes))[0]!),
+
+  query: protectedProcedure
+    .meta({ openapi: { method: 'POST', path: '/feedback/query', tags, summary: 'Query feedback, ordered by created_at, id' } })
+    .input(FeedbackQueryReq)
+    .output(FeedbackQueryRes)
+    .query(async ({ ctx, input }) => ({
+      result: await queryFeedback(ctx.em, ctx.user, input, resolvePaging(input, ctx.services.config.limits.queryLimit)),
+    })),
+
+  purge: protectedProcedure
+    .meta({ openapi: { method: 'POST', path: '/feedback/purge', tags, summary: 'Delete feedback records by id' } })
+    .input(FeedbackPurgeReq)
+    .output(FeedbackPurgeRes)
+    .mutation(async ({ ctx, input }) => ({ deleted_count: await purgeFeedback(ctx.em, ctx.user, input.project_id, input.ids) })),
+
+  replace: protectedProcedure
+    .meta({ openapi: { method: 'POST', path: '/feedback/replace', tags, summary: 'Replace one feedback record (purge and create in one transaction)' } })
+    .input(FeedbackReplaceReq)
+    .output(FeedbackCreateRes)
+    .mutation(async ({ ctx, input }) => {
+      const { feedback_id, ...element } = input;
+      return replaceFeedback(ctx.em, ctx.user, element, feedback_id, ctx.services.config.limits.payloadBytes);
+    }),
+});

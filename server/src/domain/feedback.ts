@@ -1,0 +1,265 @@
+import type { Feedback, FeedbackCreateReq, FeedbackCreateRes, FeedbackQueryReq } from '@loupe/shared';
+import type { ValidateFunction } from 'ajv';
+import { v7 as uuidv7 } from 'uuid';
+import type { AuthUser } from '../auth/authenticate.ts';
+import { AnnotationQueueRecord, AnnotationSpecRecord } from '../db/entities.ts';
+import type { Em } from '../db/orm.ts';
+import { isoFromSql, jsonFromSql, placeholders, sqlDate } from '../db/sql.ts';
+import { ensureProject, requireProjectAccess } from './access.ts';
+import { conflict, invalid, notFound } from './errors.ts';
+import { checkFeedback, lookupsNeeded, type FeedbackLookups } from './feedback-rules.ts';
+import { contentHash, firstPositions } from './idempotency.ts';
+import { compileFieldSchema } from './json-schema.ts';
+import type { Page } from './paging.ts';
+
+const CHUNK = 1000;
+const COLUMNS = [
+  'project_id',
+  'id',
+  'svc_ref',
+  'feedback_type',
+  'payload',
+  'creator',
+  'annotation_ref',
+  'runnable_ref',
+  'call_ref',
+  'trigger_ref',
+  'queue_id',
+  'svc_user_id',
+  'created_at',
+  'request_hash',
+] as const;
+const ROW_PLACEHOLDERS = `(${placeholders(COLUMNS.length)})`;
+
+type Prepared = {
+  key: string;
+  hash: string;
+  id: string;
+  projectId: string;
+  element: FeedbackCreateReq;
+  payload: Record<string, unknown>;
+  queueId: string | null;
+};
+
+/** Answers the rules' lookups for a whole batch with one query per kind. */
+async function loadLookups(em: Em, batch: readonly FeedbackCreateReq[]): Promise<FeedbackLookups> {
+  const specs = new Map<string, ValidateFunction | null>();
+  const queues = new Map<string, boolean>();
+  for (const element of batch) {
+    const needed = lookupsNeeded(element);
+    if (needed.spec) specs.set(`${element.project_id}\u0000${needed.spec.name}\u0000${needed.spec.digest}`, null);
+    if (needed.queueId) queues.set(`${element.project_id}\u0000${needed.queueId}`, false);
+  }
+  if (specs.size) {
+    const wanted = [...specs.keys()].map((k) => k.split('\u0000') as [string, string, string]);
+    const rows = await em.find(AnnotationSpecRecord, { $or: wanted.map(([projectId, name, digest]) => ({ projectId, name, digest })) });
+    for (const row of rows) {
+      const cacheKey = `${row.projectId}/${row.name}:${row.digest}`;
+      specs.set(`${row.projectId}\u0000${row.name}\u0000${row.digest}`, compileFieldSchema(row.fieldSchema, cacheKey));
+    }
+  }
+  if (queues.size) {
+    const wanted = [...queues.keys()].map((k) => k.split('\u0000') as [string, string]);
+    const rows = await em.find(
+      AnnotationQueueRecord,
+      { deletedAt: null, $or: wanted.map(([projectId, id]) => ({ projectId, id })) },
+      { fields: ['id', 'projectId'] },
+    );
+    for (const row of rows) queues.set(`${row.projectId}\u0000${row.id}`, true);
+  }
+  return {
+    specSchema: (projectId, name, digest) => specs.get(`${projectId}\u0000${name}\u0000${digest}`) ?? null,
+    queueIsLive: (projectId, queueId) => queues.get(`${projectId}\u0000${queueId}`) ?? false,
+  };
+}
+
+/** Validates a whole batch before anything is written; the first bad element fails it (400). */
+async function prepare(em: Em, user: AuthUser, batch: readonly FeedbackCreateReq[], maxPayloadBytes: number): Promise<Prepared[]> {
+  for (const projectId of new Set(batch.map((element) => element.project_id))) requireProjectAccess(user, projectId, 'write');
+  const lookups = await loadLookups(em, batch);
+  return batch.map((element, index) => {
+    const checked = checkFeedback(element, index, lookups, maxPayloadBytes);
+    const { svc_user_id: _ignored, ...content } = element;
+    const id = element.id?.toLowerCase() ?? uuidv7();
+    return {
+      key: `${element.project_id}\u0000${id}`,
+      hash: contentHash(content),
+      id,
+      projectId: element.project_id,
+      element,
+      payload: checked.payload,
+      queueId: checked.queueId,
+    };
+  });
+}
+
+type StoredResult = { id: string; project_id: string; request_hash: string; created_at: unknown; svc_user_id: string; payload: unknown };
+
+/**
+ * Stores a validated batch in one transaction. Rows whose id already exists are left alone by the
+ * insert and compared by content hash afterwards: equal is a retry (the stored result is
+ * returned), different is a 409 that rolls the whole batch back.
+ */
+async function store(em: Em, user: AuthUser, prepared: readonly Prepared[], now: Date): Promise<FeedbackCreateRes[]> {
+  const positions = firstPositions(prepared, (index, first) =>
+    invalid(`batch[${index}].id "${prepared[index]!.id}" repeats batch[${first}] with different content.`),
+  );
+  const unique = prepared.filter((_, index) => positions[index] === index);
+  const createdAt = now.toISOString();
+  const stored = new Map<string, FeedbackCreateRes>();
+  await em.transactional(async (tx) => {
+    for (const projectId of new Set(unique.map((p) => p.projectId))) await ensureProject(tx, projectId);
+    const at = sqlDate(tx, now);
+    const existing: Prepared[] = [];
+    for (let i = 0; i < unique.length; i += CHUNK) {
+      const chunk = unique.slice(i, i + CHUNK);
+      const values: unknown[] = [];
+      for (const p of chunk) {
+        const e = p.element;
+        values.push(p.projectId, p.id, e.svc_ref, e.feedback_type, JSON.stringify(p.payload), e.creator ?? null);
+        values.push(e.annotation_ref ?? null, e.runnable_ref ?? null, e.call_ref ?? null, e.trigger_ref ?? null, p.queueId);
+        values.push(user.id, at, p.hash);
+      }
+      const inserted = await tx.execute<{ id: string }[]>(
+        `insert into feedback (${COLUMNS.join(', ')}) values ${chunk.map(() => ROW_PLACEHOLDERS).join(', ')}
+         on conflict (project_id, id) do nothing returning id`,
+        values,
+      );
+      const insertedIds = new Set(inserted.map((row) => row.id));
+      for (const p of chunk) {
+        if (insertedIds.has(p.id)) stored.set(p.key, { id: p.id, created_at: createdAt, svc_user_id: user.id, payload: p.payload });
+        else existing.push(p);
+      }
+    }
+    for (let i = 0; i < existing.length; i += CHUNK) {
+      const chunk = existing.slice(i, i + CHUNK);
+      const rows = await tx.execute<StoredResult[]>(
+        `select id, project_id, request_hash, created_at, svc_user_id, payload from feedback
+          where ${chunk.map(() => '(project_id = ? and id = ?)').join(' or ')}`,
+        chunk.flatMap((p) => [p.projectId, p.id]),
+      );
+      const byKey = new Map(rows.map((row) => [`${row.project_id}\u0000${row.id}`, row]));
+      for (const p of chunk) {
+        const row = byKey.get(p.key)!;
+        if (row.request_hash !== p.hash) {
+          throw conflict(`batch[${prepared.indexOf(p)}].id "${p.id}" already exists in ${p.projectId} with different content.`);
+        }
+        stored.set(p.key, {
+          id: row.id,
+          created_at: isoFromSql(row.created_at),
+          svc_user_id: row.svc_user_id,
+          payload: jsonFromSql<Record<string, unknown>>(row.payload),
+        });
+      }
+    }
+  });
+  return prepared.map((p) => stored.get(p.key)!);
+}
+
+/** `POST /feedback/batch/create`: all or nothing, idempotent by id (contract 4.2). */
+export async function createFeedbackBatch(
+  em: Em,
+  user: AuthUser,
+  batch: readonly FeedbackCreateReq[],
+  maxPayloadBytes: number,
+): Promise<FeedbackCreateRes[]> {
+  if (!batch.length) return [];
+  const now = new Date();
+  return store(em, user, await prepare(em, user, batch, maxPayloadBytes), now);
+}
+
+/** `POST /feedback/replace`: removes one record and creates its replacement in one transaction. */
+export async function replaceFeedback(
+  em: Em,
+  user: AuthUser,
+  element: FeedbackCreateReq,
+  feedbackId: string,
+  maxPayloadBytes: number,
+): Promise<FeedbackCreateRes> {
+  const prepared = await prepare(em, user, [element], maxPayloadBytes);
+  return em.transactional(async (tx) => {
+    const removed = await tx.execute<{ affectedRows?: number; changes?: number }>(
+      'delete from feedback where project_id = ? and id = ?',
+      [element.project_id, feedbackId],
+      'run',
+    );
+    if (!affected(removed)) throw notFound(`Feedback "${feedbackId}" does not exist in project ${element.project_id}.`);
+    const [result] = await store(tx, user, prepared, new Date());
+    return result!;
+  });
+}
+
+function affected(result: unknown): number {
+  const r = result as { affectedRows?: number; changes?: number; rowCount?: number };
+  return Number(r.affectedRows ?? r.changes ?? r.rowCount ?? 0);
+}
+
+export async function purgeFeedback(em: Em, user: AuthUser, projectId: string, ids: readonly string[]): Promise<number> {
+  requireProjectAccess(user, projectId, 'write');
+  const unique = [...new Set(ids)];
+  let deleted = 0;
+  await em.transactional(async (tx) => {
+    for (let i = 0; i < unique.length; i += CHUNK) {
+      const chunk = unique.slice(i, i + CHUNK);
+      const result = await tx.execute(`delete from feedback where project_id = ? and id in (${placeholders(chunk.length)})`, [projectId, ...chunk], 'run');
+      deleted += affected(result);
+    }
+  });
+  return deleted;
+}
+
+const SORT_COLUMNS = { created_at: 'created_at', feedback_type: 'feedback_type', creator: 'creator' } as const;
+
+export async function queryFeedback(em: Em, user: AuthUser, req: FeedbackQueryReq, page: Page): Promise<Feedback[]> {
+  requireProjectAccess(user, req.project_id, 'read');
+  const conditions = ['project_id = ?'];
+  const params: unknown[] = [req.project_id];
+  const f = req.filter ?? {};
+  const inList = (column: string, values: readonly string[] | undefined) => {
+    if (values === undefined) return;
+    if (!values.length) return void conditions.push('1 = 0');
+    conditions.push(`${column} in (${placeholders(values.length)})`);
+    params.push(...values);
+  };
+  const equals = (column: string, value: string | undefined) => {
+    if (value === undefined) return;
+    conditions.push(`${column} = ?`);
+    params.push(value);
+  };
+  inList('id', f.ids);
+  inList('svc_ref', f.svc_refs);
+  inList('feedback_type', f.feedback_types);
+  equals('queue_id', f.queue_id);
+  equals('call_ref', f.call_ref);
+  equals('creator', f.creator);
+  equals('svc_user_id', f.svc_user_id);
+  if (f.created_after) {
+    conditions.push('created_at >= ?');
+    params.push(sqlDate(em, new Date(f.created_after)));
+  }
+  if (f.created_before) {
+    conditions.push('created_at < ?');
+    params.push(sqlDate(em, new Date(f.created_before)));
+  }
+  const order = [...(req.sort_by ?? [{ field: 'created_at', direction: 'asc' } as const]).map((s) => `${SORT_COLUMNS[s.field]} ${s.direction}`), 'id asc'];
+  const rows = await em.execute<Record<string, unknown>[]>(
+    `select ${COLUMNS.filter((c) => c !== 'request_hash').join(', ')} from feedback
+      where ${conditions.join(' and ')} order by ${order.join(', ')} limit ? offset ?`,
+    [...params, page.limit, page.offset],
+  );
+  return rows.map((row) => ({
+    id: row.id as string,
+    project_id: row.project_id as string,
+    svc_ref: row.svc_ref as string,
+    feedback_type: row.feedback_type as string,
+    payload: jsonFromSql<Record<string, unknown>>(row.payload),
+    creator: (row.creator as string | null) ?? null,
+    annotation_ref: (row.annotation_ref as string | null) ?? null,
+    runnable_ref: (row.runnable_ref as string | null) ?? null,
+    call_ref: (row.call_ref as string | null) ?? null,
+    trigger_ref: (row.trigger_ref as string | null) ?? null,
+    queue_id: (row.queue_id as string | null) ?? null,
+    svc_user_id: row.svc_user_id as string,
+    created_at: isoFromSql(row.created_at),
+  }));
+}

@@ -1,0 +1,89 @@
+import { z } from 'zod';
+import { ProjectId } from './project.ts';
+import { Limit, Offset } from './query.ts';
+import { Timestamp } from './time.ts';
+
+/** A feedback payload: any JSON object (JSON parsing already guarantees JSON values). */
+export const FeedbackPayload = z.record(z.string(), z.unknown()).meta({ description: 'a JSON object' });
+
+const OptionalRef = z.string().max(2048).nullable().optional();
+
+/** One element of `POST /feedback/batch/create` (interface document field names). */
+export const FeedbackCreateReq = z
+  .strictObject({
+    project_id: ProjectId,
+    svc_ref: z.string().max(2048),
+    feedback_type: z.string().min(1).max(256),
+    payload: FeedbackPayload,
+    id: z.uuid().optional().meta({ description: 'a UUID; the server makes a UUIDv7 when absent' }),
+    creator: z.string().max(256).nullable().optional(),
+    annotation_ref: OptionalRef,
+    runnable_ref: OptionalRef,
+    call_ref: OptionalRef,
+    trigger_ref: OptionalRef,
+    queue_id: z.string().max(128).nullable().optional(),
+    svc_user_id: z.string().nullable().optional().meta({ description: 'accepted and ignored: the server sets it from the credentials' }),
+  })
+  .meta({ id: 'FeedbackCreateReq' });
+export type FeedbackCreateReq = z.infer<typeof FeedbackCreateReq>;
+
+export const FeedbackCreateRes = z
+  .strictObject({ id: z.string(), created_at: Timestamp, svc_user_id: z.string(), payload: FeedbackPayload })
+  .meta({ id: 'FeedbackCreateRes' });
+export type FeedbackCreateRes = z.infer<typeof FeedbackCreateRes>;
+
+export const FeedbackBatchCreateReq = z.strictObject({ batch: z.array(FeedbackCreateReq) });
+export const FeedbackBatchCreateRes = z.strictObject({ res: z.array(FeedbackCreateRes) });
+
+/** A stored record: every request field, plus created_at and the caller as svc_user_id. */
+export const Feedback = z
+  .strictObject({
+    id: z.string(),
+    project_id: z.string(),
+    svc_ref: z.string(),
+    feedback_type: z.string(),
+    payload: FeedbackPayload,
+    creator: z.string().nullable(),
+    annotation_ref: z.string().nullable(),
+    runnable_ref: z.string().nullable(),
+    call_ref: z.string().nullable(),
+    trigger_ref: z.string().nullable(),
+    queue_id: z.string().nullable(),
+    svc_user_id: z.string(),
+    created_at: Timestamp,
+  })
+  .meta({ id: 'Feedback' });
+export type Feedback = z.infer<typeof Feedback>;
+
+export const FEEDBACK_SORT_FIELDS = ['created_at', 'feedback_type', 'creator'] as const;
+
+export const FeedbackQueryReq = z.strictObject({
+  project_id: ProjectId,
+  filter: z
+    .strictObject({
+      ids: z.array(z.string()).optional(),
+      svc_refs: z.array(z.string()).optional(),
+      feedback_types: z.array(z.string()).optional(),
+      queue_id: z.string().optional(),
+      call_ref: z.string().optional(),
+      creator: z.string().optional(),
+      svc_user_id: z.string().optional(),
+      created_after: z.iso.datetime({ offset: true }).optional().meta({ description: 'created_at ≥ this' }),
+      created_before: z.iso.datetime({ offset: true }).optional().meta({ description: 'created_at < this' }),
+    })
+    .optional(),
+  sort_by: z
+    .array(z.strictObject({ field: z.enum(FEEDBACK_SORT_FIELDS), direction: z.enum(['asc', 'desc']) }))
+    .max(3)
+    .optional(),
+  limit: Limit.optional(),
+  offset: Offset.optional(),
+});
+export type FeedbackQueryReq = z.infer<typeof FeedbackQueryReq>;
+export const FeedbackQueryRes = z.strictObject({ result: z.array(Feedback) });
+
+export const FeedbackPurgeReq = z.strictObject({ project_id: ProjectId, ids: z.array(z.string()).min(1).max(10_000) });
+export const FeedbackPurgeRes = z.strictObject({ deleted_count: z.int() });
+
+export const FeedbackReplaceReq = FeedbackCreateReq.extend({ feedback_id: z.string().min(1).max(128) }).meta({ id: 'FeedbackReplaceReq' });
+export type FeedbackReplaceReq = z.infer<typeof FeedbackReplaceReq>;
