@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { ROLES, type Role } from '@loupe/shared';
 import { ConfigError, loadConfig } from '../config.ts';
+import { DomainError } from '../domain/errors.ts';
 import { forkEm, migrate, openDatabase, type Orm } from '../db/orm.ts';
 import { AdminError, addMember, createKey, createUser, listKeys, revokeKey } from './commands.ts';
 import { loadDemo } from './demo.ts';
@@ -73,7 +74,7 @@ async function run(orm: Orm, argv: string[]): Promise<void> {
     }
     case 'demo': {
       const demo = await loadDemo(em);
-      return print(json, demo, `demo data loaded: user ${demo.username}, project ${demo.project_id}\nAPI key (shown once): ${demo.api_key}`);
+      return print(json, demo, `demo data loaded: user ${demo.username}, project ${demo.project_id}, queue ${demo.queue_id}\nAPI key (shown once): ${demo.api_key}`);
     }
     default:
       throw new UsageError(group ? `unknown command "${positionals.join(' ')}"` : 'no command given');
@@ -90,7 +91,7 @@ try {
   if (error instanceof UsageError || (error instanceof TypeError && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS'))) {
     console.error(`loupe admin: ${error.message}\n${USAGE}`);
     process.exitCode = 2;
-  } else if (error instanceof AdminError || error instanceof ConfigError) {
+  } else if (error instanceof AdminError || error instanceof ConfigError || error instanceof DomainError) {
     console.error(`loupe admin: ${error.message}`);
     process.exitCode = 1;
   } else {
