@@ -39,7 +39,12 @@ export function errorHandler(error: HttpError, req: Request, res: Response, _nex
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 
-/** A body that is not JSON is refused with 415 before anything reads it. */
+/**
+ * A body that is not JSON is refused with 415 before anything reads it. What passes goes on with
+ * the media type spelled `application/json`: the REST adapter compares it case-sensitively and
+ * wants it even when there is no body, and it refuses before a request context exists, so its
+ * answer would carry no request_id. A request without a body is read as an empty JSON body.
+ */
 export function requireJsonBody(req: Request, res: Response, next: NextFunction): void {
   if (!BODY_METHODS.has(req.method)) return next();
   const type = req.headers['content-type'];
@@ -47,5 +52,6 @@ export function requireJsonBody(req: Request, res: Response, next: NextFunction)
   if (type === undefined ? hasBody : !/^application\/json\s*(;|$)/i.test(type)) {
     return send(req, res, 415, 'UNSUPPORTED_MEDIA_TYPE', 'The request body must be JSON (Content-Type: application/json).');
   }
+  req.headers['content-type'] = type === undefined ? 'application/json' : type.replace(/^application\/json/i, 'application/json');
   next();
 }

@@ -1,0 +1,143 @@
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadConfig, startServer, type RunningServer } from '@loupe/server';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describeEachBackend } from '../harness/backends.ts';
+import { freshDatabase, type TestDatabase } from '../harness/databases.ts';
+import { rest } from '../harness/http.ts';
+
+const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const CLI = join(REPO_ROOT, 'server/src/admin/cli.ts');
+
+type Run = { code: number | null; stdout: string; stderr: string };
+
+// The tests are the steps of one story on one database and run in order.
+describeEachBackend('admin command-line tool', (backend) => {
+  let database: TestDatabase;
+  let server: RunningServer | undefined;
+  beforeAll(async () => {
+    database = await freshDatabase(backend);
+  });
+  afterAll(async () => {
+    await server?.close();
+    await database?.drop();
+  });
+
+  /** The tool as `npm run admin` runs it: from the repository root, on DATABASE_URL. */
+  function admin(...args: string[]): Promise<Run> {
+    return new Promise((resolve, reject) => {
+      const child = spawn(process.execPath, [CLI, ...args], {
+        cwd: REPO_ROOT,
+        env: { ...process.env, DATABASE_URL: database.url, LOUPE_LOG_LEVEL: 'silent' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk));
+      child.on('error', reject);
+      child.on('close', (code) => resolve({ code, stdout, stderr }));
+    });
+  }
+
+  /** The single JSON line a --json command prints. */
+  function jsonLine(run: Run): Record<string, any> {
+    expect(run.code, run.stderr).toBe(0);
+    const lines = run.stdout.split('\n').filter(Boolean);
+    expect(lines).toHaveLength(1);
+    return JSON.parse(lines[0]!);
+  }
+
+  let alice: { user_id: string; username: string; api_key: string };
+  let secondKey: { key_id: string; api_key: string };
+
+  it('users create --json prints exactly one line with user_id, username and api_key', async () => {
+    const run = await admin('users', 'create', 'alice', '--entity', 'acme', '--role', 'member', '--json');
+    expect(run.stdout.endsWith('\n')).toBe(true);
+    const created = jsonLine(run);
+    expect(Object.keys(created).sort()).toEqual(['api_key', 'user_id', 'username']);
+    expect(created.username).toBe('alice');
+    expect(created.user_id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+    expect(created.api_key).toMatch(/^lp_/);
+    alice = created as typeof alice;
+  });
+
+  it('refuses to create the same user twice with exit code 1 and a message on stderr', async () => {
+    const run = await admin('users', 'create', 'alice', '--entity', 'acme', '--role', 'member', '--json');
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toMatch(/alice.*already exists/);
+    expect(run.stderr.trim().split('\n')).toHaveLength(1);
+  });
+
+  it('creates, lists and revokes keys', async () => {
+    const created = jsonLine(await admin('keys', 'create', 'alice', '--json'));
+    expect(created).toMatchObject({ user_id: alice.user_id, username: 'alice', key_id: expect.any(String), api_key: expect.stringMatching(/^lp_/) });
+    expect(created.api_key).not.toBe(alice.api_key);
+    secondKey = { key_id: created.key_id, api_key: created.api_key };
+
+    const listed = jsonLine(await admin('keys', 'list', 'alice', '--json'));
+    expect(listed.keys).toHaveLength(2);
+    for (const key of listed.keys) expect(key).toEqual({ key_id: expect.any(String), created_at: expect.any(String), revoked_at: null });
+    expect(listed.keys.map((k: { key_id: string }) => k.key_id)).toContain(secondKey.key_id);
+    // Key secrets are shown once, at creation, and never listed.
+    expect(JSON.stringify(listed)).not.toContain(alice.api_key);
+    expect(JSON.stringify(listed)).not.toContain(secondKey.api_key);
+
+    const firstKeyId = listed.keys.find((k: { key_id: string }) => k.key_id !== secondKey.key_id).key_id;
+    const revoked = await admin('keys', 'revoke', firstKeyId);
+    expect(revoked.code, revoked.stderr).toBe(0);
+    expect(revoked.stdout).toContain(firstKeyId);
+
+    const after = jsonLine(await admin('keys', 'list', 'alice', '--json'));
+    const byId = new Map(after.keys.map((k: { key_id: string }) => [k.key_id, k]));
+    expect(byId.get(firstKeyId)).toMatchObject({ revoked_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/) });
+    expect(byId.get(secondKey.key_id)).toMatchObject({ revoked_at: null });
+  });
+
+  it('serves what the tool wrote: the revoked key is refused, the other accepted, memberships shown', async () => {
+    server = await startServer(loadConfig({ DATABASE_URL: database.url, PORT: '0', LOUPE_CATALOG_WATCH: 'false', LOUPE_LOG_LEVEL: 'silent' }));
+    expect((await rest(server, 'GET', '/me', { key: alice.api_key })).status).toBe(401);
+    const me = await rest(server, 'GET', '/me', { key: secondKey.api_key });
+    expect(me.status).toBe(200);
+    expect(me.body).toEqual({ user_id: alice.user_id, username: 'alice', memberships: [{ entity: 'acme', role: 'member' }] });
+
+    // A membership added while the server runs counts on the next request.
+    const added = await admin('members', 'add', 'alice', 'other', '--role', 'viewer');
+    expect(added.code, added.stderr).toBe(0);
+    const again = await rest(server, 'GET', '/me', { key: secondKey.api_key });
+    expect(again.body.memberships).toEqual([
+      { entity: 'acme', role: 'member' },
+      { entity: 'other', role: 'viewer' },
+    ]);
+  });
+
+  it('migrate --json reports nothing to apply on an up-to-date database', async () => {
+    const run = await admin('migrate', '--json');
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toBe('{"applied":[]}\n');
+  });
+
+  it('exits 2 with the usage on stderr for an unknown command or a bad role', async () => {
+    const unknown = await admin('frobnicate', '--json');
+    expect(unknown.code).toBe(2);
+    expect(unknown.stdout).toBe('');
+    expect(unknown.stderr).toContain('frobnicate');
+    expect(unknown.stderr).toMatch(/usage:.*\n.*users create <username>/);
+
+    const owner = await admin('users', 'create', 'bob', '--entity', 'acme', '--role', 'owner', '--json');
+    expect(owner.code).toBe(2);
+    expect(owner.stdout).toBe('');
+    expect(owner.stderr).toMatch(/--role must be one of admin, member, viewer/);
+    expect(owner.stderr).toContain('usage:');
+    // Nothing was created.
+    const bob = await admin('keys', 'list', 'bob', '--json');
+    expect(bob.code).toBe(1);
+    expect(bob.stderr).toMatch(/no user named "bob"/);
+
+    const noCommand = await admin();
+    expect(noCommand.code).toBe(2);
+    expect(noCommand.stderr).toContain('usage:');
+  });
+});

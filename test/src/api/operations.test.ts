@@ -1,0 +1,138 @@
+import SwaggerParser from '@apidevtools/swagger-parser';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describeEachBackend } from '../harness/backends.ts';
+import { createUser, rest } from '../harness/http.ts';
+import { startTestServer, type TestServer } from '../harness/server.ts';
+
+const MODELS = '/inference/router/partner/models';
+
+/** The value of one sample of the Prometheus text, or undefined when the series is absent. */
+function sample(metrics: string, series: string): number | undefined {
+  const line = metrics.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+}
+
+describeEachBackend('operations', (backend) => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer(backend);
+  });
+  afterAll(() => server?.stop());
+
+  it('answers /health and /ready without credentials', async () => {
+    const health = await rest(server, 'GET', '/health');
+    expect(health.status).toBe(200);
+    expect(health.body).toEqual({ status: 'ok' });
+    const ready = await rest(server, 'GET', '/ready');
+    expect(ready.status).toBe(200);
+    expect(ready.body).toEqual({ status: 'ready' });
+  });
+
+  it('counts requests in /metrics by method, route template and status', async () => {
+    const modelsSeries = `loupe_http_requests_total{method="GET",route="${MODELS}",status="200"}`;
+    const before = sample((await rest(server, 'GET', '/metrics')).text, modelsSeries) ?? 0;
+    expect((await rest(server, 'GET', MODELS)).status).toBe(200);
+    expect((await rest(server, 'GET', MODELS)).status).toBe(200);
+
+    const user = await createUser(server, { entity: 'acme', role: 'member' });
+    const callId = `metrics-call-${Date.now()}`;
+    const created = await rest(server, 'POST', '/calls/batch/create', {
+      key: user.api_key,
+      body: { batch: [{ project_id: 'acme/ops', id: callId, op_name: 'chat', started_at: '2026-01-01T00:00:00Z' }] },
+    });
+    expect(created.status).toBe(200);
+    expect((await rest(server, 'GET', `/calls/${callId}?project_id=acme/ops`, { key: user.api_key })).status).toBe(200);
+    expect((await rest(server, 'GET', '/calls/no-such-call?project_id=acme/ops', { key: user.api_key })).status).toBe(404);
+
+    const reply = await rest(server, 'GET', '/metrics');
+    expect(reply.status).toBe(200);
+    expect(reply.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+    const metrics = reply.text;
+    expect(metrics).toContain('# TYPE loupe_http_requests_total counter');
+    expect(sample(metrics, modelsSeries)).toBe(before + 2);
+    // Parametrised routes are labelled by their template, never by the id in the path.
+    expect(sample(metrics, 'loupe_http_requests_total{method="GET",route="/calls/{call_id}",status="200"}')).toBe(1);
+    expect(sample(metrics, 'loupe_http_requests_total{method="GET",route="/calls/{call_id}",status="404"}')).toBe(1);
+    expect(sample(metrics, 'loupe_http_requests_total{method="POST",route="/calls/batch/create",status="200"}')).toBe(1);
+    expect(metrics).not.toContain(callId);
+    expect(metrics).not.toContain('no-such-call');
+    expect(metrics).toMatch(new RegExp(`^loupe_http_request_duration_seconds_bucket\\{le="0\\.005",method="GET",route="${MODELS}",status="200"\\} \\d+$`, 'm'));
+    expect(sample(metrics, `loupe_http_request_duration_seconds_count{method="GET",route="${MODELS}",status="200"}`)).toBe(before + 2);
+    expect(metrics).toMatch(/^loupe_db_pool_connections\{state="total"\} [1-9]\d*$/m);
+    expect(metrics).toMatch(/^loupe_process_cpu_seconds_total /m);
+  });
+
+  it('serves an OpenAPI document that an independent validator accepts', async () => {
+    const reply = await rest(server, 'GET', '/openapi.json');
+    expect(reply.status).toBe(200);
+    expect(reply.headers.get('content-type')).toMatch(/^application\/json/);
+    const doc = reply.body;
+    expect(doc.openapi).toMatch(/^3\.1\./);
+    await expect(SwaggerParser.validate(structuredClone(doc))).resolves.toBeTruthy();
+
+    const operations = [
+      [MODELS, 'get'],
+      ['/me', 'get'],
+      ['/calls/batch/create', 'post'],
+      ['/calls/query', 'post'],
+      ['/calls/{call_id}', 'get'],
+    ] as const;
+    for (const [path, method] of operations) expect(doc.paths[path]?.[method], `${method} ${path}`).toBeDefined();
+    // The validator does not check OpenAPI 3.1 path templates against their parameters; we do.
+    for (const [path, item] of Object.entries<Record<string, { parameters?: { name: string; in: string; required?: boolean }[] }>>(doc.paths)) {
+      const names = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);
+      for (const [method, operation] of Object.entries(item)) {
+        const declared = (operation.parameters ?? []).filter((p) => p.in === 'path' && p.required).map((p) => p.name);
+        expect(declared.sort(), `${method} ${path}`).toEqual(names.sort());
+      }
+    }
+    // The public route needs nothing; the others name a scheme that the document defines.
+    expect(doc.paths[MODELS].get.security ?? doc.security ?? []).toEqual([]);
+    const meSecurity: Record<string, unknown>[] = doc.paths['/me'].get.security;
+    expect(meSecurity.length).toBeGreaterThan(0);
+    for (const requirement of meSecurity) {
+      for (const scheme of Object.keys(requirement)) expect(doc.components.securitySchemes[scheme]).toBeDefined();
+    }
+    expect(Object.values(doc.components.securitySchemes)).toContainEqual(expect.objectContaining({ type: 'http', scheme: 'basic' }));
+  });
+
+  it('serves Swagger UI from its own assets, with no CDN', async () => {
+    const page = await rest(server, 'GET', '/docs');
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(page.text).toContain('src="/docs/swagger-ui-bundle.js"');
+    expect(page.text).not.toMatch(/https?:\/\//);
+
+    const bundle = await rest(server, 'GET', '/docs/swagger-ui-bundle.js');
+    expect(bundle.status).toBe(200);
+    expect(bundle.headers.get('content-type')).toMatch(/^(application|text)\/javascript/);
+    expect(bundle.text).toContain('SwaggerUIBundle');
+    expect(bundle.text.length).toBeGreaterThan(100_000);
+
+    // Every other asset the page loads is served too, and the page is pointed at our document.
+    for (const asset of page.text.match(/(?:src|href)="([^"]+)"/g)!.map((m) => m.slice(m.indexOf('"') + 1, -1))) {
+      expect((await rest(server, 'GET', asset)).status, asset).toBe(200);
+    }
+    expect((await rest(server, 'GET', '/docs/init.js')).text).toContain("'/openapi.json'");
+  });
+
+  it('logs one JSON line per request carrying the request id', async () => {
+    const reply = await rest(server, 'GET', '/health', { headers: { 'x-request-id': 'test-req-1' } });
+    expect(reply.headers.get('x-request-id')).toBe('test-req-1');
+    const deadline = Date.now() + 2000;
+    let line: Record<string, unknown> | undefined;
+    while (!(line = server.logs.find((l) => l.request_id === 'test-req-1' && 'status' in l)) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect(line).toMatchObject({ request_id: 'test-req-1', method: 'GET', url: '/health', status: 200, duration_ms: expect.any(Number) });
+    expect(line!.duration_ms as number).toBeGreaterThanOrEqual(0);
+    expect(typeof line!.time).toBe('number');
+
+    // An error response is logged with its status under its own id.
+    await rest(server, 'GET', '/me', { headers: { 'x-request-id': 'test-req-2' } });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(server.logs.filter((l) => l.request_id === 'test-req-2' && 'status' in l)).toEqual([
+      expect.objectContaining({ method: 'GET', url: '/me', status: 401 }),
+    ]);
+  });
+});
