@@ -18,77 +18,130 @@ The database is DATABASE_URL's (default sqlite:./data/loupe.db).`;
 
 class UsageError extends Error {}
 
+type Output = { value: Record<string, unknown>; human: string };
+/** A checked command line, ready to run against an open database. */
+type Command = { name: string; run(orm: Orm): Promise<Output> };
+
 function role(value: string | undefined): Role | undefined {
   if (value === undefined) return undefined;
   if (!(ROLES as readonly string[]).includes(value)) throw new UsageError(`--role must be one of ${ROLES.join(', ')}`);
   return value as Role;
 }
 
-function print(json: boolean, value: Record<string, unknown>, human: string): void {
-  console.log(json ? JSON.stringify(value) : human);
-}
-
-async function run(orm: Orm, argv: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: { entity: { type: 'string' }, role: { type: 'string' }, json: { type: 'boolean', default: false } },
-  });
-  const json = values.json ?? false;
-  const em = forkEm(orm);
+/** Reads the command line without touching the database, so a typo costs nothing. */
+function parse(argv: string[]): { command: Command; json: boolean } {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: { entity: { type: 'string' }, role: { type: 'string' }, json: { type: 'boolean', default: false } },
+    });
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  const { values, positionals } = parsed;
   const [group, action, ...rest] = positionals;
-  const args = (count: number) => {
-    if (rest.length !== count) throw new UsageError(`"${group} ${action}" takes ${count} argument${count === 1 ? '' : 's'}`);
-    return rest as string[];
+  const name = `${group ?? ''} ${action ?? ''}`.trim();
+  const args = (count: number): string[] => {
+    if (rest.length !== count) throw new UsageError(`"${name}" takes ${count} argument${count === 1 ? '' : 's'}`);
+    return rest;
   };
-  switch (`${group} ${action ?? ''}`.trim()) {
+  const memberRole = role(values.role);
+  const command = (run: Command['run']): Command => ({ name, run });
+  const json = values.json ?? false;
+  switch (name) {
     case 'users create': {
-      const [username] = args(1);
-      const created = await createUser(em, username!, { entity: values.entity, role: role(values.role) });
-      const { user_id, username: name, api_key } = created;
-      return print(json, { user_id, username: name, api_key }, `created user ${name} (${user_id})\nAPI key (shown once): ${api_key}\nkey id: ${created.key_id}`);
+      const [username] = args(1) as [string];
+      return {
+        json,
+        command: command(async (orm) => {
+          const created = await createUser(forkEm(orm), username, { entity: values.entity, role: memberRole });
+          const { user_id, api_key } = created;
+          return {
+            value: { user_id, username: created.username, api_key },
+            human: `created user ${created.username} (${user_id})\nAPI key (shown once): ${api_key}\nkey id: ${created.key_id}`,
+          };
+        }),
+      };
     }
     case 'keys create': {
-      const [username] = args(1);
-      const created = await createKey(em, username!);
-      return print(json, created, `API key for ${created.username} (shown once): ${created.api_key}\nkey id: ${created.key_id}`);
+      const [username] = args(1) as [string];
+      return {
+        json,
+        command: command(async (orm) => {
+          const created = await createKey(forkEm(orm), username);
+          return { value: created, human: `API key for ${created.username} (shown once): ${created.api_key}\nkey id: ${created.key_id}` };
+        }),
+      };
     }
     case 'keys list': {
-      const [username] = args(1);
-      const keys = await listKeys(em, username!);
-      return print(json, { keys }, keys.map((k) => `${k.key_id}  created ${k.created_at}${k.revoked_at ? `  revoked ${k.revoked_at}` : ''}`).join('\n') || 'no keys');
+      const [username] = args(1) as [string];
+      return {
+        json,
+        command: command(async (orm) => {
+          const keys = await listKeys(forkEm(orm), username);
+          const lines = keys.map((k) => `${k.key_id}  created ${k.created_at}${k.revoked_at ? `  revoked ${k.revoked_at}` : ''}`);
+          return { value: { keys }, human: lines.join('\n') || 'no keys' };
+        }),
+      };
     }
     case 'keys revoke': {
-      const [keyId] = args(1);
-      const revoked = await revokeKey(em, keyId!);
-      return print(json, revoked, `revoked ${revoked.key_id} at ${revoked.revoked_at}`);
+      const [keyId] = args(1) as [string];
+      return {
+        json,
+        command: command(async (orm) => {
+          const revoked = await revokeKey(forkEm(orm), keyId);
+          return { value: revoked, human: `revoked ${revoked.key_id} at ${revoked.revoked_at}` };
+        }),
+      };
     }
     case 'members add': {
-      const [username, entity] = args(2);
-      const member = await addMember(em, username!, entity!, role(values.role) ?? 'member');
-      return print(json, member, `${member.username} is ${member.role} of ${member.entity}`);
+      const [username, entity] = args(2) as [string, string];
+      return {
+        json,
+        command: command(async (orm) => {
+          const member = await addMember(forkEm(orm), username, entity, memberRole ?? 'member');
+          return { value: member, human: `${member.username} is ${member.role} of ${member.entity}` };
+        }),
+      };
     }
-    case 'migrate': {
-      const applied = await migrate(orm);
-      return print(json, { applied }, applied.length ? `applied ${applied.join(', ')}` : 'database is up to date');
-    }
-    case 'demo': {
-      const demo = await loadDemo(em);
-      return print(json, demo, `demo data loaded: user ${demo.username}, project ${demo.project_id}, queue ${demo.queue_id}\nAPI key (shown once): ${demo.api_key}`);
-    }
+    case 'migrate':
+      args(0);
+      return {
+        json,
+        command: command(async (orm) => {
+          const applied = await migrate(orm);
+          return { value: { applied }, human: applied.length ? `applied ${applied.join(', ')}` : 'database is up to date' };
+        }),
+      };
+    case 'demo':
+      args(0);
+      return {
+        json,
+        command: command(async (orm) => {
+          const demo = await loadDemo(forkEm(orm));
+          return {
+            value: demo,
+            human: `demo data loaded: user ${demo.username}, project ${demo.project_id}, queue ${demo.queue_id}\nAPI key (shown once): ${demo.api_key}`,
+          };
+        }),
+      };
     default:
-      throw new UsageError(group ? `unknown command "${positionals.join(' ')}"` : 'no command given');
+      throw new UsageError(name ? `unknown command "${positionals.join(' ')}"` : 'no command given');
   }
 }
 
 let orm: Orm | undefined;
 try {
+  const { command, json } = parse(process.argv.slice(2));
   const config = loadConfig();
-  // Opening the database applies pending migrations, so `migrate` reports what it applied itself.
-  orm = await openDatabase(config.databaseUrl, 2);
-  await run(orm, process.argv.slice(2));
+  // Every command but `migrate` migrates on opening; `migrate` does it itself to report what ran.
+  orm = await openDatabase(config.databaseUrl, 2, { migrateNow: command.name !== 'migrate' });
+  const output = await command.run(orm);
+  console.log(json ? JSON.stringify(output.value) : output.human);
 } catch (error) {
-  if (error instanceof UsageError || (error instanceof TypeError && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS'))) {
+  if (error instanceof UsageError) {
     console.error(`loupe admin: ${error.message}\n${USAGE}`);
     process.exitCode = 2;
   } else if (error instanceof AdminError || error instanceof ConfigError || error instanceof DomainError) {

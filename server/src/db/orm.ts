@@ -36,10 +36,10 @@ function optionsFor(databaseUrl: string, poolSize: number): Options {
   return { ...common, driver: PostgreSqlDriver, clientUrl: databaseUrl, pool: { min: 0, max: poolSize } } as unknown as Options;
 }
 
-/** Opens the database and brings its schema up to date. */
-export async function openDatabase(databaseUrl: string, poolSize = 10): Promise<Orm> {
+/** Opens the database and, unless told otherwise, brings its schema up to date. */
+export async function openDatabase(databaseUrl: string, poolSize = 10, { migrateNow = true } = {}): Promise<Orm> {
   const orm = await MikroORM.init(optionsFor(databaseUrl, poolSize));
-  await migrate(orm);
+  if (migrateNow) await migrate(orm);
   return orm;
 }
 

@@ -1,4 +1,6 @@
 import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig, startServer, type RunningServer } from '@loupe/server';
@@ -51,6 +53,14 @@ describeEachBackend('admin command-line tool', (backend) => {
 
   let alice: { user_id: string; username: string; api_key: string };
   let secondKey: { key_id: string; api_key: string };
+
+  it('migrate --json on a new database lists every migration it applied', async () => {
+    const run = await admin('migrate', '--json');
+    const applied = jsonLine(run).applied as string[];
+    expect(applied.length).toBeGreaterThanOrEqual(4);
+    expect(applied[0]).toBe('Migration0001Foundation');
+    expect(applied).toContain('Migration0004Feedback');
+  });
 
   it('users create --json prints exactly one line with user_id, username and api_key', async () => {
     const run = await admin('users', 'create', 'alice', '--entity', 'acme', '--role', 'member', '--json');
@@ -135,6 +145,16 @@ describeEachBackend('admin command-line tool', (backend) => {
     const bob = await admin('keys', 'list', 'bob', '--json');
     expect(bob.code).toBe(1);
     expect(bob.stderr).toMatch(/no user named "bob"/);
+
+    if (backend === 'sqlite') {
+      // A usage error is found before the database is opened: a typo creates no database file.
+      const untouched = join(mkdtempSync(join(tmpdir(), 'loupe-cli-')), 'never.db');
+      const typo = await new Promise<number | null>((resolve) =>
+        spawn(process.execPath, [CLI, 'user', 'create', 'x'], { cwd: REPO_ROOT, env: { ...process.env, DATABASE_URL: `sqlite:${untouched}` } }).on('close', resolve),
+      );
+      expect(typo).toBe(2);
+      expect(existsSync(untouched)).toBe(false);
+    }
 
     const noCommand = await admin();
     expect(noCommand.code).toBe(2);
