@@ -32,3 +32,9 @@ export function placeholders(count: number): string {
 export function lockClause(em: Em, clause: string): string {
   return em.getPlatform() instanceof SqlitePlatform ? '' : ` ${clause}`;
 }
+
+/** Rows changed by a write run with method 'run', whichever driver answered. */
+export function affectedRows(result: unknown): number {
+  const r = result as { affectedRows?: number; changes?: number; rowCount?: number };
+  return Number(r.affectedRows ?? r.changes ?? r.rowCount ?? 0);
+}

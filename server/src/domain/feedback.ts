@@ -4,7 +4,7 @@ import { v7 as uuidv7 } from 'uuid';
 import type { AuthUser } from '../auth/authenticate.ts';
 import { AnnotationQueueRecord, AnnotationSpecRecord } from '../db/entities.ts';
 import type { Em } from '../db/orm.ts';
-import { isoFromSql, jsonFromSql, placeholders, sqlDate } from '../db/sql.ts';
+import { affectedRows, isoFromSql, jsonFromSql, placeholders, sqlDate } from '../db/sql.ts';
 import { ensureProject, requireProjectAccess } from './access.ts';
 import { conflict, invalid, notFound } from './errors.ts';
 import { checkFeedback, lookupsNeeded, type FeedbackLookups } from './feedback-rules.ts';
@@ -183,15 +183,10 @@ export async function replaceFeedback(
       [element.project_id, feedbackId],
       'run',
     );
-    if (!affected(removed)) throw notFound(`Feedback "${feedbackId}" does not exist in project ${element.project_id}.`);
+    if (!affectedRows(removed)) throw notFound(`Feedback "${feedbackId}" does not exist in project ${element.project_id}.`);
     const [result] = await store(tx, user, prepared, new Date());
     return result!;
   });
-}
-
-function affected(result: unknown): number {
-  const r = result as { affectedRows?: number; changes?: number; rowCount?: number };
-  return Number(r.affectedRows ?? r.changes ?? r.rowCount ?? 0);
 }
 
 export async function purgeFeedback(em: Em, user: AuthUser, projectId: string, ids: readonly string[]): Promise<number> {
@@ -202,7 +197,7 @@ export async function purgeFeedback(em: Em, user: AuthUser, projectId: string, i
     for (let i = 0; i < unique.length; i += CHUNK) {
       const chunk = unique.slice(i, i + CHUNK);
       const result = await tx.execute(`delete from feedback where project_id = ? and id in (${placeholders(chunk.length)})`, [projectId, ...chunk], 'run');
-      deleted += affected(result);
+      deleted += affectedRows(result);
     }
   });
   return deleted;

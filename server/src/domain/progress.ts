@@ -1,14 +1,15 @@
 import type { AnnotationQueueItem, AnnotationQueueItemProgressReq, ProgressState } from '@loupe/shared';
 import type { AuthUser } from '../auth/authenticate.ts';
 import type { Em } from '../db/orm.ts';
-import { sqlDate } from '../db/sql.ts';
+import { affectedRows, sqlDate } from '../db/sql.ts';
 import { requireProjectAccess } from './access.ts';
 import { invalid } from './errors.ts';
 import { liveItem, toItemDto } from './queue-items.ts';
 import { decideTransition } from './transitions.ts';
 
 /**
- * Writes one annotator's progress record and makes it the item's shown state. Callers hold the
+ * Writes one annotator's progress record and makes it the item's shown state, unless another
+ * annotator's record is more recent (clocks of several processes); returns whether it is shown. Callers hold the
  * item's row lock (PostgreSQL) or the one SQLite connection, so writers of one item are serial.
  */
 export async function recordProgress(
@@ -19,7 +20,7 @@ export async function recordProgress(
   action: 'insert' | 'update',
   leaseSeconds: number,
   now = new Date(),
-): Promise<void> {
+): Promise<boolean> {
   const at = sqlDate(em, now);
   // in_progress holds a lease (it counts against annotations_per_item until it expires).
   const lease = state === 'in_progress' ? sqlDate(em, new Date(now.getTime() + leaseSeconds * 1000)) : null;
@@ -38,12 +39,13 @@ export async function recordProgress(
     );
   }
   // The shown state is the most recently updated record's; the item's own updated_at stays.
-  await em.execute(
+  const shown = await em.execute(
     `update annotation_queue_items set state = ?, state_annotator_user_id = ?, state_updated_at = ?
       where id = ? and (state_updated_at is null or state_updated_at <= ?)`,
     [state, annotatorId, at, item.id, at],
     'run',
   );
+  return affectedRows(shown) === 1;
 }
 
 /** The interface document's progress operation (contract 4.1). */
@@ -58,8 +60,8 @@ export async function updateProgress(em: Em, user: AuthUser, req: AnnotationQueu
     const decision = decideTransition(current?.state ?? null, req.annotation_state);
     if (decision.action === 'reject') throw invalid(decision.reason);
     if (decision.action === 'none') return toItemDto(item);
-    const [queue] = await tx.execute<{ lease_seconds: number }[]>('select lease_seconds from annotation_queues where id = ?', [req.queue_id]);
-    await recordProgress(tx, item, user.id, req.annotation_state, decision.action, queue!.lease_seconds);
-    return toItemDto(await liveItem(tx, req.project_id, req.queue_id, req.item_id));
+    const shown = await recordProgress(tx, item, user.id, req.annotation_state, decision.action, item.lease_seconds);
+    if (!shown) return toItemDto(await liveItem(tx, req.project_id, req.queue_id, req.item_id));
+    return toItemDto({ ...item, state: req.annotation_state, state_annotator_user_id: user.id });
   });
 }

@@ -39,11 +39,17 @@ export function toItemDto(row: ItemRow, position: number | null = null): Annotat
   };
 }
 
-/** The live item named in a path (in a live queue of that project), or 404. */
-export async function liveItem(em: Em, projectId: string, queueId: string, itemId: string, lock = false): Promise<ItemRow> {
+/** The live item named in a path (in a live queue of that project, whose lease it carries), or 404. */
+export async function liveItem(
+  em: Em,
+  projectId: string,
+  queueId: string,
+  itemId: string,
+  lock = false,
+): Promise<ItemRow & { lease_seconds: number }> {
   const forUpdate = lock ? lockClause(em, 'for update of i') : '';
-  const rows = await em.execute<ItemRow[]>(
-    `select ${ITEM_COLUMNS} from annotation_queue_items i
+  const rows = await em.execute<(ItemRow & { lease_seconds: number })[]>(
+    `select ${ITEM_COLUMNS}, q.lease_seconds from annotation_queue_items i
        join annotation_queues q on q.id = i.queue_id
       where i.id = ? and i.queue_id = ? and i.project_id = ? and i.deleted_at is null and q.deleted_at is null${forUpdate}`,
     [itemId, queueId, projectId],
