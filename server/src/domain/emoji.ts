@@ -26,9 +26,13 @@ function load(): Map<string, Known> {
   return map;
 }
 
-/** `thumbs up: medium skin tone` → `:thumbs_up_medium_skin_tone:` */
+/** Symbols that are a whole word of a label (`keycap: #`, `keycap: *`): their Unicode names. */
+const SYMBOL_WORDS: Record<string, string> = { '#': 'number sign', '*': 'asterisk' };
+
+/** `thumbs up: medium skin tone` → `:thumbs_up_medium_skin_tone:`; `keycap: #` → `:keycap_number_sign:` */
 export function aliasOf(label: string): string {
   const snake = label
+    .replace(/[#*]/g, (symbol) => ` ${SYMBOL_WORDS[symbol]} `)
     .normalize('NFKD')
     .replace(/[\u0300-\u036f]/g, '')
     .toLowerCase()

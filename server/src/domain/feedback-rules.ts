@@ -69,7 +69,9 @@ export function checkFeedback(element: FeedbackCreateReq, index: number, lookups
   } else if (type === 'svc.note.1') {
     forbidRefs(['annotation_ref', 'runnable_ref'], 'is not allowed for a note.');
     const note = payload.note;
-    if (typeof note !== 'string' || note.length < 1 || note.length > NOTE_MAX) {
+    // Characters are code points, as in every other length limit (the zod schemas count them so too).
+    const length = typeof note === 'string' ? [...note].length : 0;
+    if (typeof note !== 'string' || length < 1 || length > NOTE_MAX) {
       throw fail('payload.note', `must be a string of 1-${NOTE_MAX} characters.`);
     }
   } else if (type.startsWith('svc.annotation.')) {

@@ -81,6 +81,8 @@ async function prepare(em: Em, user: AuthUser, batch: readonly FeedbackCreateReq
     const checked = checkFeedback(element, index, lookups, maxPayloadBytes);
     const { svc_user_id: _ignored, ...content } = element;
     const id = element.id?.toLowerCase() ?? uuidv7();
+    // The id is part of the content in the form it is stored in, so a retry may spell it in either case.
+    if (element.id !== undefined) content.id = id;
     return {
       key: `${element.project_id}\u0000${id}`,
       hash: contentHash(content),
@@ -236,7 +238,10 @@ export async function queryFeedback(em: Em, user: AuthUser, req: FeedbackQueryRe
     conditions.push('created_at < ?');
     params.push(sqlDate(em, new Date(f.created_before)));
   }
-  const order = [...(req.sort_by ?? [{ field: 'created_at', direction: 'asc' } as const]).map((s) => `${SORT_COLUMNS[s.field]} ${s.direction}`), 'id asc'];
+  // creator may be null: nulls sort as the largest value on both databases (last ascending, first
+  // descending, PostgreSQL's default). Only there, so the other keys keep their index order on SQLite.
+  const nulls = (s: { field: string; direction: string }) => (s.field === 'creator' ? ` nulls ${s.direction === 'asc' ? 'last' : 'first'}` : '');
+  const order = [...(req.sort_by ?? [{ field: 'created_at', direction: 'asc' } as const]).map((s) => `${SORT_COLUMNS[s.field]} ${s.direction}${nulls(s)}`), 'id asc'];
   const rows = await em.execute<Record<string, unknown>[]>(
     `select ${COLUMNS.filter((c) => c !== 'request_hash').join(', ')} from feedback
       where ${conditions.join(' and ')} order by ${order.join(', ')} limit ? offset ?`,
