@@ -2,9 +2,10 @@ import { initTRPC } from '@trpc/server';
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import { parseAuthorization } from '../auth/credentials.ts';
 import { authenticate } from '../auth/authenticate.ts';
-import { DomainError, tooLarge } from '../domain/errors.ts';
+import { DomainError, invalid, tooLarge } from '../domain/errors.ts';
 import type { Context } from './context.ts';
 import { normalizeError, reasonOf, zodIssues } from './error-policy.ts';
+import { describeTextPath, findUnstorableText } from './text-safety.ts';
 
 const t = initTRPC
   .context<Context>()
@@ -38,7 +39,7 @@ export const publicProcedure = normalized;
  * Requires credentials before anything else is looked at (the contract's order of checks puts 401
  * first), and counts failures against the client for the 429 brake.
  */
-export const protectedProcedure = normalized.use(async ({ ctx, next }) => {
+export const protectedProcedure = normalized.use(async ({ ctx, getRawInput, next }) => {
   const { authFailures } = ctx.services;
   const retryAfter = authFailures.retryAfterSeconds(ctx.client);
   if (retryAfter > 0) {
@@ -56,6 +57,9 @@ export const protectedProcedure = normalized.use(async ({ ctx, next }) => {
         : 'Credentials are required: Authorization: Basic base64(<username>:<api key>) or Bearer <api key>.',
     );
   }
+  // After authentication (401 comes first), before the schema: text no database can store.
+  const problem = findUnstorableText(await getRawInput());
+  if (problem) throw invalid(`Invalid request at ${describeTextPath(problem.path) || '(body)'}: text ${problem.message}.`);
   return next({ ctx: { ...ctx, user } });
 });
 

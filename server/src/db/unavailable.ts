@@ -18,6 +18,8 @@ const UNAVAILABLE_CODES = new Set([
   'SQLITE_IOERR',
   'SQLITE_CANTOPEN',
 ]);
+// Class 08 is connection exceptions, except 08P01 (protocol violation): a bad request, not an outage.
+const CONNECTION_CLASS = /^08(?!P01$)/;
 const UNAVAILABLE_MESSAGES = [
   /connection terminated/i,
   /timeout exceeded when trying to connect/i,
@@ -31,7 +33,7 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   for (let e = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
     if (e instanceof ConnectionException) return true;
     const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string' && (UNAVAILABLE_CODES.has(code) || code.startsWith('08'))) return true;
+    if (typeof code === 'string' && (UNAVAILABLE_CODES.has(code) || CONNECTION_CLASS.test(code))) return true;
     if (e instanceof AggregateError && e.errors.some(isDatabaseUnavailable)) return true;
     if (UNAVAILABLE_MESSAGES.some((pattern) => pattern.test(e.message))) return true;
   }

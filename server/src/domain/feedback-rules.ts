@@ -31,9 +31,12 @@ export function lookupsNeeded(element: FeedbackCreateReq): { spec: ObjectRef | n
   };
 }
 
-/** Applies every rule to one element; the thrown 400 names `batch[<index>]` and the field. */
-export function checkFeedback(element: FeedbackCreateReq, index: number, lookups: FeedbackLookups, maxPayloadBytes: number): CheckedFeedback {
-  const at = (field: string) => `batch[${index}].${field}`;
+/**
+ * Applies every rule to one element; the thrown 400 names the element (`where`, e.g. `batch[3].`,
+ * empty for a single record) and the field.
+ */
+export function checkFeedback(element: FeedbackCreateReq, where: string, lookups: FeedbackLookups, maxPayloadBytes: number): CheckedFeedback {
+  const at = (field: string) => `${where}${field}`;
   const fail = (field: string, reason: string) => invalid(`${at(field)} ${reason}`);
   const projectId = element.project_id;
 
@@ -43,7 +46,7 @@ export function checkFeedback(element: FeedbackCreateReq, index: number, lookups
     const parsed = parseRef(text);
     if (!parsed.ok) throw fail(field, `${parsed.reason}.`);
     if (parsed.ref.projectId !== projectId) throw fail(field, `must be a ref in project ${projectId}.`);
-    if (!kinds.includes(parsed.ref.kind)) throw fail(field, `must be ${kinds.map((k) => `a ${k} ref`).join(' or ')}.`);
+    if (!kinds.includes(parsed.ref.kind)) throw fail(field, `must be ${kinds.map((k) => `${/^[aeiou]/.test(k) ? 'an' : 'a'} ${k} ref`).join(' or ')}.`);
     return parsed.ref;
   };
 

@@ -73,16 +73,25 @@ async function loadLookups(em: Em, batch: readonly FeedbackCreateReq[]): Promise
   };
 }
 
+/** How errors name an element: `batch[3].` in a batch, nothing for a single record. */
+type Where = (index: number) => string;
+const inBatch: Where = (index) => `batch[${index}].`;
+const single: Where = () => '';
+
 /** Validates a whole batch before anything is written; the first bad element fails it (400). */
-async function prepare(em: Em, user: AuthUser, batch: readonly FeedbackCreateReq[], maxPayloadBytes: number): Promise<Prepared[]> {
+async function prepare(em: Em, user: AuthUser, batch: readonly FeedbackCreateReq[], maxPayloadBytes: number, where: Where): Promise<Prepared[]> {
   for (const projectId of new Set(batch.map((element) => element.project_id))) requireProjectAccess(user, projectId, 'write');
   const lookups = await loadLookups(em, batch);
   return batch.map((element, index) => {
-    const checked = checkFeedback(element, index, lookups, maxPayloadBytes);
-    const { svc_user_id: _ignored, ...content } = element;
+    const checked = checkFeedback(element, where(index), lookups, maxPayloadBytes);
     const id = element.id?.toLowerCase() ?? uuidv7();
-    // The id is part of the content in the form it is stored in, so a retry may spell it in either case.
-    if (element.id !== undefined) content.id = id;
+    // The content a retry is compared by: as stored, so null and absent are alike, the id is in
+    // the case it is stored in, and the ignored svc_user_id does not count.
+    const content = Object.fromEntries(
+      Object.entries({ ...element, id: element.id === undefined ? undefined : id }).filter(
+        ([field, value]) => value !== undefined && value !== null && field !== 'svc_user_id',
+      ),
+    );
     return {
       key: `${element.project_id}\u0000${id}`,
       hash: contentHash(content),
@@ -102,9 +111,9 @@ type StoredResult = { id: string; project_id: string; request_hash: string; crea
  * insert and compared by content hash afterwards: equal is a retry (the stored result is
  * returned), different is a 409 that rolls the whole batch back.
  */
-async function store(em: Em, user: AuthUser, prepared: readonly Prepared[], now: Date): Promise<FeedbackCreateRes[]> {
+async function store(em: Em, user: AuthUser, prepared: readonly Prepared[], now: Date, where: Where): Promise<FeedbackCreateRes[]> {
   const positions = firstPositions(prepared, (index, first) =>
-    invalid(`batch[${index}].id "${prepared[index]!.id}" repeats batch[${first}] with different content.`),
+    invalid(`${where(index)}id "${prepared[index]!.id}" repeats batch[${first}] with different content.`),
   );
   const unique = prepared.filter((_, index) => positions[index] === index);
   const createdAt = now.toISOString();
@@ -144,7 +153,7 @@ async function store(em: Em, user: AuthUser, prepared: readonly Prepared[], now:
       for (const p of chunk) {
         const row = byKey.get(p.key)!;
         if (row.request_hash !== p.hash) {
-          throw conflict(`batch[${prepared.indexOf(p)}].id "${p.id}" already exists in ${p.projectId} with different content.`);
+          throw conflict(`${where(prepared.indexOf(p))}id "${p.id}" already exists in ${p.projectId} with different content.`);
         }
         stored.set(p.key, {
           id: row.id,
@@ -167,7 +176,13 @@ export async function createFeedbackBatch(
 ): Promise<FeedbackCreateRes[]> {
   if (!batch.length) return [];
   const now = new Date();
-  return store(em, user, await prepare(em, user, batch, maxPayloadBytes), now);
+  return store(em, user, await prepare(em, user, batch, maxPayloadBytes, inBatch), now, inBatch);
+}
+
+/** `POST /feedback/create`: one record, with the batch's rules. */
+export async function createFeedback(em: Em, user: AuthUser, element: FeedbackCreateReq, maxPayloadBytes: number): Promise<FeedbackCreateRes> {
+  const [result] = await store(em, user, await prepare(em, user, [element], maxPayloadBytes, single), new Date(), single);
+  return result!;
 }
 
 /** `POST /feedback/replace`: removes one record and creates its replacement in one transaction. */
@@ -178,22 +193,19 @@ export async function replaceFeedback(
   feedbackId: string,
   maxPayloadBytes: number,
 ): Promise<FeedbackCreateRes> {
-  const prepared = await prepare(em, user, [element], maxPayloadBytes);
+  const prepared = await prepare(em, user, [element], maxPayloadBytes, single);
   return em.transactional(async (tx) => {
-    const removed = await tx.execute<{ affectedRows?: number; changes?: number }>(
-      'delete from feedback where project_id = ? and id = ?',
-      [element.project_id, feedbackId],
-      'run',
-    );
+    const removed = await tx.execute('delete from feedback where project_id = ? and id = ?', [element.project_id, feedbackId.toLowerCase()], 'run');
     if (!affectedRows(removed)) throw notFound(`Feedback "${feedbackId}" does not exist in project ${element.project_id}.`);
-    const [result] = await store(tx, user, prepared, new Date());
+    const [result] = await store(tx, user, prepared, new Date(), single);
     return result!;
   });
 }
 
 export async function purgeFeedback(em: Em, user: AuthUser, projectId: string, ids: readonly string[]): Promise<number> {
   requireProjectAccess(user, projectId, 'write');
-  const unique = [...new Set(ids)];
+  // Ids are stored in lower case (they are UUIDs), so they are matched in lower case.
+  const unique = [...new Set(ids.map((id) => id.toLowerCase()))];
   let deleted = 0;
   await em.transactional(async (tx) => {
     for (let i = 0; i < unique.length; i += CHUNK) {
@@ -223,7 +235,7 @@ export async function queryFeedback(em: Em, user: AuthUser, req: FeedbackQueryRe
     conditions.push(`${column} = ?`);
     params.push(value);
   };
-  inList('id', f.ids);
+  inList('id', f.ids?.map((id) => id.toLowerCase()));
   inList('svc_ref', f.svc_refs);
   inList('feedback_type', f.feedback_types);
   equals('queue_id', f.queue_id);

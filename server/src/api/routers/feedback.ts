@@ -9,7 +9,7 @@ import {
   FeedbackQueryRes,
   FeedbackReplaceReq,
 } from '@loupe/shared';
-import { createFeedbackBatch, purgeFeedback, queryFeedback, replaceFeedback } from '../../domain/feedback.ts';
+import { createFeedback, createFeedbackBatch, purgeFeedback, queryFeedback, replaceFeedback } from '../../domain/feedback.ts';
 import { resolvePaging } from '../../domain/paging.ts';
 import { batchLimited, protectedProcedure, router } from '../trpc.ts';
 
@@ -36,7 +36,7 @@ export const feedbackRouter = router({
     .meta({ openapi: { method: 'POST', path: '/feedback/create', tags, summary: 'Create one feedback record' } })
     .input(FeedbackCreateReq)
     .output(FeedbackCreateRes)
-    .mutation(async ({ ctx, input }) => (await createFeedbackBatch(ctx.em, ctx.user, [input], ctx.services.config.limits.payloadBytes))[0]!),
+    .mutation(({ ctx, input }) => createFeedback(ctx.em, ctx.user, input, ctx.services.config.limits.payloadBytes)),
 
   query: protectedProcedure
     .meta({ openapi: { method: 'POST', path: '/feedback/query', tags, summary: 'Query feedback, ordered by created_at, id' } })
