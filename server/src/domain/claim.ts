@@ -24,6 +24,9 @@ export async function claimItem(em: Em, user: AuthUser, projectId: string, queue
   requireProjectAccess(user, projectId, 'write');
   const queue = await liveQueue(em, projectId, queueId);
   return em.transactional(async (tx) => {
+    // One claim at a time per (queue, annotator) on PostgreSQL, so that a second concurrent claim
+    // of the same annotator finds the first one's item below instead of taking another.
+    if (lockClause(tx, 'x')) await tx.execute('select pg_advisory_xact_lock(hashtextextended(?, 0))', [`claim ${queueId} ${user.id}`]);
     const now = new Date();
     const at = sqlDate(tx, now);
     const [own] = await tx.execute<ItemRow[]>(
@@ -39,15 +42,21 @@ export async function claimItem(em: Em, user: AuthUser, projectId: string, queue
     const passedOver: string[] = [];
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const exclude = passedOver.length ? ` and i.id not in (${passedOver.map(() => '?').join(', ')})` : '';
-      const [candidate] = await tx.execute<ItemRow[]>(
-        `select ${ITEM_COLUMNS} from annotation_queue_items i
-          where i.queue_id = ? and i.deleted_at is null${exclude}
-            and not exists (select 1 from annotation_item_progress p where p.item_id = i.id and p.annotator_user_id = ?)
-            and (select count(*) from annotation_item_progress p where p.item_id = i.id and ${OCCUPYING}) < ?
-          order by i.created_at, i.id
-          limit 1${lockClause(tx, 'for update of i skip locked')}`,
-        [queueId, ...passedOver, user.id, at, queue.annotationsPerItem],
-      );
+      const pick = (lock: string) =>
+        tx.execute<ItemRow[]>(
+          `select ${ITEM_COLUMNS} from annotation_queue_items i
+            where i.queue_id = ? and i.deleted_at is null${exclude}
+              and not exists (select 1 from annotation_item_progress p where p.item_id = i.id and p.annotator_user_id = ?)
+              and (select count(*) from annotation_item_progress p where p.item_id = i.id and ${OCCUPYING}) < ?
+            order by i.created_at, i.id
+            limit 1${lockClause(tx, lock)}`,
+          [queueId, ...passedOver, user.id, at, queue.annotationsPerItem],
+        );
+      let [candidate] = await pick('for update of i skip locked');
+      // SKIP LOCKED also passes over items that other claims hold right now, and with
+      // annotations_per_item above 1 such an item may still have a free slot once they commit.
+      // Before answering "nothing left", wait for those claims (the recount below decides).
+      if (!candidate && lockClause(tx, 'x')) [candidate] = await pick('for update of i');
       if (!candidate) return null;
       const [{ taken }] = (await tx.execute<{ taken: number | string }[]>(
         `select count(*) as taken from annotation_item_progress p where p.item_id = ? and ${OCCUPYING}`,
