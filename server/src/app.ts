@@ -6,7 +6,7 @@ import { createOpenApiNodeHttpHandler } from 'trpc-to-openapi';
 import { contextFactory, type Services } from './api/context.ts';
 import { errorHeaders, normalizeError } from './api/error-policy.ts';
 import { appRouter } from './api/router.ts';
-import { errorHandler, notFound, requireJsonBody } from './http/errors.ts';
+import { deferMalformedJson, errorHandler, notFound, requireJsonBody } from './http/errors.ts';
 import { Metrics } from './http/metrics.ts';
 import { modelListHttp } from './http/model-list.ts';
 import { operationsRouter } from './http/operations.ts';
@@ -40,6 +40,7 @@ export function createApp(services: Services) {
   app.use(operationsRouter(services.orm, metrics));
   app.use(requireJsonBody);
   app.use(express.json({ limit: services.config.limits.bodyBytes, strict: true }));
+  app.use(deferMalformedJson);
 
   app.use(
     '/trpc',

@@ -9,6 +9,7 @@ import { DomainError, type DomainErrorKind } from '../domain/errors.ts';
 
 const CODE_OF_KIND: Record<DomainErrorKind, TRPC_ERROR_CODE_KEY> = {
   invalid: 'BAD_REQUEST',
+  malformed: 'PARSE_ERROR',
   unauthenticated: 'UNAUTHORIZED',
   forbidden: 'FORBIDDEN',
   not_found: 'NOT_FOUND',

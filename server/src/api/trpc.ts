@@ -3,6 +3,7 @@ import type { OpenApiMeta } from 'trpc-to-openapi';
 import { parseAuthorization } from '../auth/credentials.ts';
 import { authenticate } from '../auth/authenticate.ts';
 import { DomainError, invalid, tooLarge } from '../domain/errors.ts';
+import { MALFORMED_BODY, malformedJsonReason } from '../http/errors.ts';
 import type { Context } from './context.ts';
 import { normalizeError, reasonOf, zodIssues } from './error-policy.ts';
 import { describeTextPath, findUnstorableText } from './text-safety.ts';
@@ -57,8 +58,12 @@ export const protectedProcedure = normalized.use(async ({ ctx, getRawInput, next
         : 'Credentials are required: Authorization: Basic base64(<username>:<api key>) or Bearer <api key>.',
     );
   }
-  // After authentication (401 comes first), before the schema: text no database can store.
-  const problem = findUnstorableText(await getRawInput());
+  // After authentication (401 comes first), before the schema: a body that was not JSON, and
+  // text no database can store.
+  const raw = await getRawInput();
+  const malformed = (raw as { [MALFORMED_BODY]?: string } | undefined)?.[MALFORMED_BODY];
+  if (malformed !== undefined) throw new DomainError('malformed', malformedJsonReason(malformed));
+  const problem = findUnstorableText(raw);
   if (problem) throw invalid(`Invalid request at ${describeTextPath(problem.path) || '(body)'}: text ${problem.message}.`);
   return next({ ctx: { ...ctx, user } });
 });

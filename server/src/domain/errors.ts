@@ -5,6 +5,7 @@
  */
 export type DomainErrorKind =
   | 'invalid' // 400
+  | 'malformed' // 400, the body is not JSON
   | 'unauthenticated' // 401
   | 'forbidden' // 403
   | 'not_found' // 404

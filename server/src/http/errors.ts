@@ -20,7 +20,7 @@ export function notFound(req: Request, res: Response): void {
 export function errorHandler(error: HttpError, req: Request, res: Response, _next: NextFunction): void {
   switch (error.type) {
     case 'entity.parse.failed':
-      return send(req, res, 400, 'PARSE_ERROR', `Malformed JSON in the request body: ${error.message}.`);
+      return send(req, res, 400, 'PARSE_ERROR', malformedJsonReason(error.message));
     case 'entity.too.large':
       return send(req, res, 413, 'PAYLOAD_TOO_LARGE', 'The request body is larger than the server accepts.');
     case 'encoding.unsupported':
@@ -53,5 +53,24 @@ export function requireJsonBody(req: Request, res: Response, next: NextFunction)
     return send(req, res, 415, 'UNSUPPORTED_MEDIA_TYPE', 'The request body must be JSON (Content-Type: application/json).');
   }
   req.headers['content-type'] = type === undefined ? 'application/json' : type.replace(/^application\/json/i, 'application/json');
+  next();
+}
+
+export function malformedJsonReason(detail: string): string {
+  return `Malformed JSON in the request body: ${detail}.`;
+}
+
+/** Marks a REST body that was not valid JSON; the procedure reports it after authentication. */
+export const MALFORMED_BODY = Symbol('loupe.malformedBody');
+
+/**
+ * The contract checks credentials before the body: on the REST door a malformed JSON body is
+ * handed on as a marker (a symbol key survives the adapter's spread of body and path
+ * parameters), and protectedProcedure answers 401 or the 400 in that order. The typed door,
+ * whose clients always send JSON, answers the 400 at once.
+ */
+export function deferMalformedJson(error: HttpError, req: Request, _res: Response, next: NextFunction): void {
+  if (error.type !== 'entity.parse.failed' || req.path.startsWith('/trpc')) return next(error);
+  req.body = { [MALFORMED_BODY]: error.message };
   next();
 }

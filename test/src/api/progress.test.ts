@@ -191,11 +191,8 @@ describeEachBackend('progress of a queue item', (backend) => {
     expect((await stats(server, alice.api_key, projectId, otherQueue)).by_annotator).toEqual([]);
   });
 
-  // KNOWN BUG, reported: a body that is not even JSON is answered 400 PARSE_ERROR before the
-  // credentials are looked at (express.json runs before the procedure's authentication), where
-  // contract 4.1 puts credentials (401) before the body (400). `it.fails` keeps the suite green
-  // while the bug stands and turns red once it is fixed: then make this a plain `it`.
-  it.fails('KNOWN BUG: answers 401, not 400, for missing or bad credentials with a malformed JSON body', async () => {
+  // A body that is not even JSON still waits for the credentials check (4.1: 401 before 400).
+  it('answers 401 for missing or bad credentials with a malformed JSON body, and 400 PARSE_ERROR with good ones', async () => {
     const projectId = 'acme/order-json';
     const { queueId, items } = await queueWithItems(server, alice.api_key, projectId, 1);
     const path = `/annotation_queues/${queueId}/items/${items[0]!.id}/progress`;
@@ -206,6 +203,12 @@ describeEachBackend('progress of a queue item', (backend) => {
       });
       expect(reply.status, reply.text).toBe(401);
     }
+    const reply = await rest(server, 'POST', path, {
+      raw: '{"project_id": ',
+      headers: { 'content-type': 'application/json', authorization: basic(alice.api_key) },
+    });
+    expect(reply.status, reply.text).toBe(400);
+    expect(reply.body).toMatchObject({ code: 'PARSE_ERROR', reason: expect.stringMatching(/^Malformed JSON/), request_id: expect.any(String) });
   });
 
   it('returns the item with every field, its shown state, position_in_queue null and updated_at unchanged', async () => {
