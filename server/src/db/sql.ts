@@ -28,9 +28,14 @@ export function placeholders(count: number): string {
   return Array.from({ length: count }, () => '?').join(', ');
 }
 
+/** Whether the em talks to PostgreSQL (row and advisory locks) rather than SQLite. */
+export function onPostgres(em: Em): boolean {
+  return !(em.getPlatform() instanceof SqlitePlatform);
+}
+
 /** Row locks exist on PostgreSQL; SQLite serialises transactions on its one connection instead. */
 export function lockClause(em: Em, clause: string): string {
-  return em.getPlatform() instanceof SqlitePlatform ? '' : ` ${clause}`;
+  return onPostgres(em) ? ` ${clause}` : '';
 }
 
 /** Rows changed by a write run with method 'run', whichever driver answered. */

@@ -1,7 +1,7 @@
 import type { AnnotationQueueItem } from '@loupe/shared';
 import type { AuthUser } from '../auth/authenticate.ts';
 import type { Em } from '../db/orm.ts';
-import { lockClause, sqlDate } from '../db/sql.ts';
+import { lockClause, onPostgres, sqlDate } from '../db/sql.ts';
 import { requireProjectAccess } from './access.ts';
 import { liveQueue } from './annotation-queues.ts';
 import { recordProgress } from './progress.ts';
@@ -26,7 +26,7 @@ export async function claimItem(em: Em, user: AuthUser, projectId: string, queue
   return em.transactional(async (tx) => {
     // One claim at a time per (queue, annotator) on PostgreSQL, so that a second concurrent claim
     // of the same annotator finds the first one's item below instead of taking another.
-    if (lockClause(tx, 'x')) await tx.execute('select pg_advisory_xact_lock(hashtextextended(?, 0))', [`claim ${queueId} ${user.id}`]);
+    if (onPostgres(tx)) await tx.execute('select pg_advisory_xact_lock(hashtextextended(?, 0))', [`claim ${queueId} ${user.id}`]);
     const now = new Date();
     const at = sqlDate(tx, now);
     const [own] = await tx.execute<ItemRow[]>(
@@ -56,7 +56,7 @@ export async function claimItem(em: Em, user: AuthUser, projectId: string, queue
       // SKIP LOCKED also passes over items that other claims hold right now, and with
       // annotations_per_item above 1 such an item may still have a free slot once they commit.
       // Before answering "nothing left", wait for those claims (the recount below decides).
-      if (!candidate && lockClause(tx, 'x')) [candidate] = await pick('for update of i');
+      if (!candidate && onPostgres(tx)) [candidate] = await pick('for update of i');
       if (!candidate) return null;
       const [{ taken }] = (await tx.execute<{ taken: number | string }[]>(
         `select count(*) as taken from annotation_item_progress p where p.item_id = ? and ${OCCUPYING}`,
