@@ -121,11 +121,34 @@ const SORT_COLUMNS: Record<ItemSort['field'], string> = {
   call_op_name: 'i.call_op_name',
 };
 
-function orderBy(sort: readonly ItemSort[] | undefined): string {
-  const keys = (sort?.length ? sort : [{ field: 'created_at', direction: 'asc' } as const]).map(
-    (key) => `${SORT_COLUMNS[key.field]} ${key.direction}`,
-  );
-  return [...keys, 'i.id asc'].join(', ');
+type SortKey = { column: string; field: string; direction: 'asc' | 'desc' };
+
+/** The requested order, with `id` ascending always breaking ties. */
+function sortKeys(sort: readonly ItemSort[] | undefined): SortKey[] {
+  const keys = (sort?.length ? sort : [{ field: 'created_at', direction: 'asc' } as const]).map((key) => ({
+    column: SORT_COLUMNS[key.field],
+    field: key.field,
+    direction: key.direction,
+  }));
+  return [...keys, { column: 'i.id', field: 'id', direction: 'asc' }];
+}
+
+const orderBy = (keys: readonly SortKey[]) => keys.map((key) => `${key.column} ${key.direction}`).join(', ');
+
+/**
+ * `row at or before <row>` in the given order, as SQL with parameters: a lexicographic comparison
+ * that honours each key's direction (row values compared the way the database stores them).
+ */
+function atOrBefore(keys: readonly SortKey[], row: ItemRow): { sql: string; params: unknown[] } {
+  const [key, ...rest] = keys;
+  if (!key) return { sql: '1 = 1', params: [] };
+  const value = row[key.field];
+  if (!rest.length) return { sql: `${key.column} ${key.direction === 'asc' ? '<=' : '>='} ?`, params: [value] };
+  const inner = atOrBefore(rest, row);
+  return {
+    sql: `(${key.column} ${key.direction === 'asc' ? '<' : '>'} ? or (${key.column} = ? and ${inner.sql}))`,
+    params: [value, value, ...inner.params],
+  };
 }
 
 export async function queryItems(em: Em, user: AuthUser, req: AnnotationQueueItemsQueryReq, page: Page): Promise<AnnotationQueueItem[]> {
@@ -147,7 +170,8 @@ export async function queryItems(em: Em, user: AuthUser, req: AnnotationQueueIte
   inList('i.call_trace_id', filter.call_trace_ids);
   inList('i.added_by', filter.added_by);
   inList('i.state', filter.annotation_states);
-  const order = orderBy(req.sort_by);
+  const keys = sortKeys(req.sort_by);
+  const order = orderBy(keys);
   const where = `i.queue_id = ? and i.deleted_at is null${conditions.map((c) => ` and ${c}`).join('')}`;
   const rows = await em.execute<ItemRow[]>(
     `select ${ITEM_COLUMNS} from annotation_queue_items i where ${where} order by ${order} limit ? offset ?`,
@@ -158,18 +182,24 @@ export async function queryItems(em: Em, user: AuthUser, req: AnnotationQueueIte
     // Unfiltered, the page is a window of the queue's own order: ranks follow from the offset.
     return rows.map((row, index) => toItemDto(row, page.offset + index + 1));
   }
-  return rows.map((row) => toItemDto(row, null)).map(withPositions(await positionsOf(em, req.queue_id, order, rows)));
+  return rows.map((row) => toItemDto(row, null)).map(withPositions(await positionsOf(em, req.queue_id, keys, rows)));
 }
 
-/** 1-based ranks of the given rows in the given order over the whole live queue. */
-async function positionsOf(em: Em, queueId: string, order: string, rows: readonly ItemRow[]): Promise<Map<string, number>> {
-  if (!rows.length) return new Map();
+/**
+ * 1-based ranks of the given rows (a page, in order) over the whole live queue. Only the part of
+ * the queue up to the page's last row is ranked: the cost follows the page's depth, not the
+ * queue's size.
+ */
+async function positionsOf(em: Em, queueId: string, keys: readonly SortKey[], rows: readonly ItemRow[]): Promise<Map<string, number>> {
+  const last = rows.at(-1);
+  if (!last) return new Map();
+  const bound = atOrBefore(keys, last);
   const ranked = await em.execute<{ id: string; position: number | string }[]>(
     `select r.id, r.position from (
-        select i.id, row_number() over (order by ${order}) as position
-          from annotation_queue_items i where i.queue_id = ? and i.deleted_at is null
+        select i.id, row_number() over (order by ${orderBy(keys)}) as position
+          from annotation_queue_items i where i.queue_id = ? and i.deleted_at is null and ${bound.sql}
       ) r where r.id in (${placeholders(rows.length)})`,
-    [queueId, ...rows.map((row) => row.id)],
+    [queueId, ...bound.params, ...rows.map((row) => row.id)],
   );
   return new Map(ranked.map((row) => [row.id, Number(row.position)]));
 }
