@@ -3,7 +3,7 @@ import type { OpenApiMeta } from 'trpc-to-openapi';
 import { parseAuthorization } from '../auth/credentials.ts';
 import { authenticate } from '../auth/authenticate.ts';
 import { DomainError, invalid, tooLarge } from '../domain/errors.ts';
-import { MALFORMED_BODY, malformedJsonReason } from '../http/errors.ts';
+import { MALFORMED_BODY, malformedJsonReason } from './malformed-body.ts';
 import type { Context } from './context.ts';
 import { normalizeError, reasonOf, zodIssues } from './error-policy.ts';
 import { describeTextPath, findUnstorableText } from './text-safety.ts';

@@ -1,5 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
 import { INTERNAL_REASON } from '../api/error-policy.ts';
+import { MALFORMED_BODY, malformedJsonReason } from '../api/malformed-body.ts';
 
 type HttpError = Error & { type?: string; status?: number; statusCode?: number };
 
@@ -55,13 +56,6 @@ export function requireJsonBody(req: Request, res: Response, next: NextFunction)
   req.headers['content-type'] = type === undefined ? 'application/json' : type.replace(/^application\/json/i, 'application/json');
   next();
 }
-
-export function malformedJsonReason(detail: string): string {
-  return `Malformed JSON in the request body: ${detail}.`;
-}
-
-/** Marks a REST body that was not valid JSON; the procedure reports it after authentication. */
-export const MALFORMED_BODY = Symbol('loupe.malformedBody');
 
 /**
  * The contract checks credentials before the body: on the REST door a malformed JSON body is
