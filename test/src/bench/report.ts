@@ -1,0 +1,75 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { join } from 'node:path';
+import type { Measurement } from './load.ts';
+
+// What every benchmark reports, and how: a table on stdout and one JSON file per benchmark in
+// test/bench-results/, shaped `{run, sections: {<benchmark>: …}}` so benchmarks can be added (or
+// their files merged) without changing readers.
+
+export type Settings = { seconds: number; warmupSeconds: number; rounds: number; connections: number };
+
+/** Medians over rounds of one side of a comparison. */
+export type Side = { rps: number; p50_ms: number; p99_ms: number; rounds: Measurement[] };
+export type Comparison = { case: string; status: number; loupe: Side; baseline: Side; ratio: number };
+
+export type Section = {
+  name: string;
+  description: string;
+  target: { metric: string; min: number };
+  comparisons: Comparison[];
+  details?: Record<string, unknown>;
+  problems: string[];
+  passed: boolean;
+};
+
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+export function side(rounds: Measurement[]): Side {
+  return {
+    rps: median(rounds.map((m) => m.rps)),
+    p50_ms: median(rounds.map((m) => m.latency_ms.p50)),
+    p99_ms: median(rounds.map((m) => m.latency_ms.p99)),
+    rounds,
+  };
+}
+
+export function runInfo(settings: Settings) {
+  return {
+    at: new Date().toISOString(),
+    node: process.version,
+    cpus: cpus().length,
+    cpu_model: cpus()[0]?.model ?? 'unknown',
+    memory_gib: +(totalmem() / 2 ** 30).toFixed(1),
+    settings,
+  };
+}
+
+export function printSection(section: Section): void {
+  const rows = section.comparisons.map((c) => ({
+    case: c.case,
+    'loupe req/s': Math.round(c.loupe.rps),
+    'baseline req/s': Math.round(c.baseline.rps),
+    ratio: c.ratio.toFixed(3),
+    'loupe p50/p99 ms': `${c.loupe.p50_ms} / ${c.loupe.p99_ms}`,
+    'baseline p50/p99 ms': `${c.baseline.p50_ms} / ${c.baseline.p99_ms}`,
+    'rounds (loupe req/s)': c.loupe.rounds.map((m) => Math.round(m.rps)).join(' '),
+    'rounds (baseline req/s)': c.baseline.rounds.map((m) => Math.round(m.rps)).join(' '),
+  }));
+  console.log(`\n${section.name}: ${section.description}`);
+  console.table(rows);
+  const verdict = section.passed ? 'PASS' : 'FAIL';
+  console.log(`${verdict}: target ${section.target.metric} ≥ ${section.target.min}`);
+  for (const problem of section.problems) console.log(`  problem: ${problem}`);
+}
+
+export function writeSection(dir: string, run: ReturnType<typeof runInfo>, section: Section): string {
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `${section.name}.json`);
+  writeFileSync(file, JSON.stringify({ run, sections: { [section.name]: section } }, null, 2) + '\n');
+  return file;
+}
