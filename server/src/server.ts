@@ -29,6 +29,10 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   if (config.watchCatalog) catalog.watch();
   const app = createApp(services);
   const server: Server = app.listen(config.port, config.host);
+  // Keep idle connections longer than the usual 60 s of load balancers and client pools, so that
+  // the server is never the side that closes a connection a client is about to reuse.
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;

@@ -1,5 +1,33 @@
 import { SqlitePlatform } from '@mikro-orm/sql';
+import { CompiledQuery } from 'kysely';
 import type { Em } from './orm.ts';
+
+// Hand-written SQL goes through Kysely with bound parameters, not through em.execute(), which
+// writes the values into the SQL text: that would make every statement unique (nothing for the
+// databases to reuse, a statement cache that holds megabytes of values) and makes text such as
+// U+0000 break the statement. Kysely on the em follows the em's transaction.
+
+/** `?` placeholders, as written in this project's SQL, in the form the em's database takes. */
+function compile(em: Em, sql: string, params: readonly unknown[]): CompiledQuery {
+  let text = sql;
+  if (onPostgres(em)) {
+    let n = 0;
+    text = sql.replace(/\?/g, () => `$${++n}`);
+  }
+  return CompiledQuery.raw(text, params as unknown[]);
+}
+
+/** Runs a query and returns its rows. */
+export async function sqlRows<T = Record<string, unknown>>(em: Em, sql: string, params: readonly unknown[] = []): Promise<T[]> {
+  const result = await em.getKysely().executeQuery(compile(em, sql, params));
+  return result.rows as T[];
+}
+
+/** Runs a write and returns how many rows it changed. */
+export async function sqlRun(em: Em, sql: string, params: readonly unknown[] = []): Promise<number> {
+  const result = await em.getKysely().executeQuery(compile(em, sql, params));
+  return Number(result.numAffectedRows ?? 0n);
+}
 
 // Raw SQL returns dates and JSON as each driver stores them: SQLite gives epoch milliseconds and
 // JSON text, PostgreSQL gives Date objects and parsed jsonb. These helpers make both look alike.
@@ -36,10 +64,4 @@ export function onPostgres(em: Em): boolean {
 /** Row locks exist on PostgreSQL; SQLite serialises transactions on its one connection instead. */
 export function lockClause(em: Em, clause: string): string {
   return onPostgres(em) ? ` ${clause}` : '';
-}
-
-/** Rows changed by a write run with method 'run', whichever driver answered. */
-export function affectedRows(result: unknown): number {
-  const r = result as { affectedRows?: number; changes?: number; rowCount?: number };
-  return Number(r.affectedRows ?? r.changes ?? r.rowCount ?? 0);
 }

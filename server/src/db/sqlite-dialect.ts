@@ -6,6 +6,8 @@ import { SqliteDialect, type SqliteDatabase } from 'kysely';
 const READER = /^\s*(select|pragma|explain|with)\b/i;
 const RETURNING = /\breturning\b/i;
 const STATEMENT_CACHE_SIZE = 256;
+/** Statements longer than this are one-offs (values written into the text): not worth keeping. */
+const CACHEABLE_SQL_LENGTH = 64 * 1024;
 
 /**
  * Kysely dialect over the built-in `node:sqlite` (no native addon to install). Like MikroORM's own
@@ -26,6 +28,7 @@ export class LoupeSqliteDialect extends SqliteDialect {
             cache.delete(sql); // re-insert below: the Map's order is the recency order
           } else {
             entry = { stmt: db.prepare(sql), reader: READER.test(sql) || RETURNING.test(sql) };
+            if (sql.length > CACHEABLE_SQL_LENGTH) return entry;
             if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!);
           }
           cache.set(sql, entry);

@@ -1,4 +1,5 @@
 import type { Em } from '../db/orm.ts';
+import { sqlDate, sqlRun } from '../db/sql.ts';
 import { splitProjectId } from '@loupe/shared';
 import type { AuthUser } from '../auth/authenticate.ts';
 import { forbidden } from './errors.ts';
@@ -18,9 +19,10 @@ export function requireProjectAccess(user: AuthUser, projectId: string, access: 
 /** Projects come into being on their first write. */
 export async function ensureProject(em: Em, projectId: string): Promise<void> {
   const { entity, project } = splitProjectId(projectId);
-  await em.execute(
-    'insert into projects (id, entity, name, created_at) values (?, ?, ?, ?) on conflict (id) do nothing',
-    [projectId, entity, project, em.getPlatform().processDateProperty(new Date())],
-    'run',
-  );
+  await sqlRun(em, 'insert into projects (id, entity, name, created_at) values (?, ?, ?, ?) on conflict (id) do nothing', [
+    projectId,
+    entity,
+    project,
+    sqlDate(em, new Date()),
+  ]);
 }

@@ -1,7 +1,7 @@
 import type { AnnotationQueueItem } from '@loupe/shared';
 import type { AuthUser } from '../auth/authenticate.ts';
 import type { Em } from '../db/orm.ts';
-import { lockClause, onPostgres, sqlDate } from '../db/sql.ts';
+import { lockClause, onPostgres, sqlDate, sqlRows } from '../db/sql.ts';
 import { requireProjectAccess } from './access.ts';
 import { liveQueue } from './annotation-queues.ts';
 import { recordProgress } from './progress.ts';
@@ -26,10 +26,10 @@ export async function claimItem(em: Em, user: AuthUser, projectId: string, queue
   return em.transactional(async (tx) => {
     // One claim at a time per (queue, annotator) on PostgreSQL, so that a second concurrent claim
     // of the same annotator finds the first one's item below instead of taking another.
-    if (onPostgres(tx)) await tx.execute('select pg_advisory_xact_lock(hashtextextended(?, 0))', [`claim ${queueId} ${user.id}`]);
+    if (onPostgres(tx)) await sqlRows(tx, 'select pg_advisory_xact_lock(hashtextextended(?, 0))', [`claim ${queueId} ${user.id}`]);
     const now = new Date();
     const at = sqlDate(tx, now);
-    const [own] = await tx.execute<ItemRow[]>(
+    const [own] = await sqlRows<ItemRow>(tx, 
       `select ${ITEM_COLUMNS} from annotation_item_progress p
          join annotation_queue_items i on i.id = p.item_id
         where p.queue_id = ? and p.annotator_user_id = ? and p.state = 'in_progress' and p.lease_expires_at > ?
@@ -43,7 +43,7 @@ export async function claimItem(em: Em, user: AuthUser, projectId: string, queue
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const exclude = passedOver.length ? ` and i.id not in (${passedOver.map(() => '?').join(', ')})` : '';
       const pick = (lock: string) =>
-        tx.execute<ItemRow[]>(
+        sqlRows<ItemRow>(tx, 
           `select ${ITEM_COLUMNS} from annotation_queue_items i
             where i.queue_id = ? and i.deleted_at is null${exclude}
               and not exists (select 1 from annotation_item_progress p where p.item_id = i.id and p.annotator_user_id = ?)
@@ -58,7 +58,7 @@ export async function claimItem(em: Em, user: AuthUser, projectId: string, queue
       // Before answering "nothing left", wait for those claims (the recount below decides).
       if (!candidate && onPostgres(tx)) [candidate] = await pick('for update of i');
       if (!candidate) return null;
-      const [{ taken }] = (await tx.execute<{ taken: number | string }[]>(
+      const [{ taken }] = (await sqlRows<{ taken: number | string }>(tx, 
         `select count(*) as taken from annotation_item_progress p where p.item_id = ? and ${OCCUPYING}`,
         [candidate.id, at],
       )) as [{ taken: number | string }];

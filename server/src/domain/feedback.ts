@@ -4,7 +4,7 @@ import { v7 as uuidv7 } from 'uuid';
 import type { AuthUser } from '../auth/authenticate.ts';
 import { AnnotationQueueRecord, AnnotationSpecRecord } from '../db/entities.ts';
 import type { Em } from '../db/orm.ts';
-import { affectedRows, isoFromSql, jsonFromSql, placeholders, sqlDate } from '../db/sql.ts';
+import { isoFromSql, jsonFromSql, placeholders, sqlDate, sqlRows, sqlRun } from '../db/sql.ts';
 import { ensureProject, requireProjectAccess } from './access.ts';
 import { conflict, invalid, notFound } from './errors.ts';
 import { checkFeedback, lookupsNeeded, type FeedbackLookups } from './feedback-rules.ts';
@@ -131,7 +131,7 @@ async function store(em: Em, user: AuthUser, prepared: readonly Prepared[], now:
         values.push(e.annotation_ref ?? null, e.runnable_ref ?? null, e.call_ref ?? null, e.trigger_ref ?? null, p.queueId);
         values.push(user.id, at, p.hash);
       }
-      const inserted = await tx.execute<{ id: string }[]>(
+      const inserted = await sqlRows<{ id: string }>(tx, 
         `insert into feedback (${COLUMNS.join(', ')}) values ${chunk.map(() => ROW_PLACEHOLDERS).join(', ')}
          on conflict (project_id, id) do nothing returning id`,
         values,
@@ -144,7 +144,7 @@ async function store(em: Em, user: AuthUser, prepared: readonly Prepared[], now:
     }
     for (let i = 0; i < existing.length; i += CHUNK) {
       const chunk = existing.slice(i, i + CHUNK);
-      const rows = await tx.execute<StoredResult[]>(
+      const rows = await sqlRows<StoredResult>(tx, 
         `select id, project_id, request_hash, created_at, svc_user_id, payload from feedback
           where ${chunk.map(() => '(project_id = ? and id = ?)').join(' or ')}`,
         chunk.flatMap((p) => [p.projectId, p.id]),
@@ -195,8 +195,8 @@ export async function replaceFeedback(
 ): Promise<FeedbackCreateRes> {
   const prepared = await prepare(em, user, [element], maxPayloadBytes, single);
   return em.transactional(async (tx) => {
-    const removed = await tx.execute('delete from feedback where project_id = ? and id = ?', [element.project_id, feedbackId.toLowerCase()], 'run');
-    if (!affectedRows(removed)) throw notFound(`Feedback "${feedbackId}" does not exist in project ${element.project_id}.`);
+    const removed = await sqlRun(tx, 'delete from feedback where project_id = ? and id = ?', [element.project_id, feedbackId.toLowerCase()]);
+    if (!removed) throw notFound(`Feedback "${feedbackId}" does not exist in project ${element.project_id}.`);
     const [result] = await store(tx, user, prepared, new Date(), single);
     return result!;
   });
@@ -210,8 +210,7 @@ export async function purgeFeedback(em: Em, user: AuthUser, projectId: string, i
   await em.transactional(async (tx) => {
     for (let i = 0; i < unique.length; i += CHUNK) {
       const chunk = unique.slice(i, i + CHUNK);
-      const result = await tx.execute(`delete from feedback where project_id = ? and id in (${placeholders(chunk.length)})`, [projectId, ...chunk], 'run');
-      deleted += affectedRows(result);
+      deleted += await sqlRun(tx, `delete from feedback where project_id = ? and id in (${placeholders(chunk.length)})`, [projectId, ...chunk]);
     }
   });
   return deleted;
@@ -254,7 +253,7 @@ export async function queryFeedback(em: Em, user: AuthUser, req: FeedbackQueryRe
   // descending, PostgreSQL's default). Only there, so the other keys keep their index order on SQLite.
   const nulls = (s: { field: string; direction: string }) => (s.field === 'creator' ? ` nulls ${s.direction === 'asc' ? 'last' : 'first'}` : '');
   const order = [...(req.sort_by ?? [{ field: 'created_at', direction: 'asc' } as const]).map((s) => `${SORT_COLUMNS[s.field]} ${s.direction}${nulls(s)}`), 'id asc'];
-  const rows = await em.execute<Record<string, unknown>[]>(
+  const rows = await sqlRows<Record<string, unknown>>(em, 
     `select ${COLUMNS.filter((c) => c !== 'request_hash').join(', ')} from feedback
       where ${conditions.join(' and ')} order by ${order.join(', ')} limit ? offset ?`,
     [...params, page.limit, page.offset],

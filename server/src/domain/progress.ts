@@ -1,7 +1,7 @@
 import type { AnnotationQueueItem, AnnotationQueueItemProgressReq, ProgressState } from '@loupe/shared';
 import type { AuthUser } from '../auth/authenticate.ts';
 import type { Em } from '../db/orm.ts';
-import { affectedRows, sqlDate } from '../db/sql.ts';
+import { sqlDate, sqlRows, sqlRun } from '../db/sql.ts';
 import { requireProjectAccess } from './access.ts';
 import { invalid } from './errors.ts';
 import { liveItem, toItemDto } from './queue-items.ts';
@@ -25,27 +25,27 @@ export async function recordProgress(
   // in_progress holds a lease (it counts against annotations_per_item until it expires).
   const lease = state === 'in_progress' ? sqlDate(em, new Date(now.getTime() + leaseSeconds * 1000)) : null;
   if (action === 'insert') {
-    await em.execute(
+    await sqlRun(
+      em,
       `insert into annotation_item_progress (item_id, annotator_user_id, queue_id, state, lease_expires_at, created_at, updated_at)
        values (?, ?, ?, ?, ?, ?, ?)`,
       [item.id, annotatorId, item.queue_id, state, lease, at, at],
-      'run',
     );
   } else {
-    await em.execute(
+    await sqlRun(
+      em,
       'update annotation_item_progress set state = ?, lease_expires_at = ?, updated_at = ? where item_id = ? and annotator_user_id = ?',
       [state, lease, at, item.id, annotatorId],
-      'run',
     );
   }
   // The shown state is the most recently updated record's; the item's own updated_at stays.
-  const shown = await em.execute(
+  const shown = await sqlRun(
+    em,
     `update annotation_queue_items set state = ?, state_annotator_user_id = ?, state_updated_at = ?
       where id = ? and (state_updated_at is null or state_updated_at <= ?)`,
     [state, annotatorId, at, item.id, at],
-    'run',
   );
-  return affectedRows(shown) === 1;
+  return shown === 1;
 }
 
 /** The interface document's progress operation (contract 4.1). */
@@ -53,7 +53,7 @@ export async function updateProgress(em: Em, user: AuthUser, req: AnnotationQueu
   requireProjectAccess(user, req.project_id, 'write');
   return em.transactional(async (tx) => {
     const item = await liveItem(tx, req.project_id, req.queue_id, req.item_id, true);
-    const [current] = await tx.execute<{ state: ProgressState }[]>(
+    const [current] = await sqlRows<{ state: ProgressState }>(tx, 
       `select p.state from annotation_item_progress p where p.item_id = ? and p.annotator_user_id = ?`,
       [req.item_id, user.id],
     );

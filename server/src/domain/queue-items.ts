@@ -2,7 +2,7 @@ import type { AnnotationQueueItem, AnnotationQueueItemsAddReq, AnnotationQueueIt
 import { v7 as uuidv7 } from 'uuid';
 import type { AuthUser } from '../auth/authenticate.ts';
 import type { Em } from '../db/orm.ts';
-import { isoFromSql, isoOrNullFromSql, jsonFromSql, lockClause, placeholders, sqlDate } from '../db/sql.ts';
+import { isoFromSql, isoOrNullFromSql, jsonFromSql, lockClause, placeholders, sqlDate, sqlRows, sqlRun } from '../db/sql.ts';
 import { ensureProject, requireProjectAccess } from './access.ts';
 import { liveQueue } from './annotation-queues.ts';
 import { notFound, tooLarge } from './errors.ts';
@@ -48,7 +48,7 @@ export async function liveItem(
   lock = false,
 ): Promise<ItemRow & { lease_seconds: number }> {
   const forUpdate = lock ? lockClause(em, 'for update of i') : '';
-  const rows = await em.execute<(ItemRow & { lease_seconds: number })[]>(
+  const rows = await sqlRows<ItemRow & { lease_seconds: number }>(em, 
     `select ${ITEM_COLUMNS}, q.lease_seconds from annotation_queue_items i
        join annotation_queues q on q.id = i.queue_id
       where i.id = ? and i.queue_id = ? and i.project_id = ? and i.deleted_at is null and q.deleted_at is null${forUpdate}`,
@@ -75,7 +75,7 @@ export async function addItems(em: Em, user: AuthUser, req: AnnotationQueueItems
   const calls = new Map<string, Record<string, unknown>>();
   for (let i = 0; i < unique.length; i += CHUNK) {
     const ids = unique.slice(i, i + CHUNK);
-    const rows = await em.execute<Record<string, unknown>[]>(
+    const rows = await sqlRows<Record<string, unknown>>(em, 
       `select id, trace_id, op_name, started_at, ended_at from calls where project_id = ? and id in (${placeholders(ids.length)})`,
       [req.project_id, ...ids],
     );
@@ -96,7 +96,7 @@ export async function addItems(em: Em, user: AuthUser, req: AnnotationQueueItems
         values.push(uuidv7(), req.project_id, req.queue_id, id, call.started_at, call.ended_at ?? null, call.op_name, call.trace_id);
         values.push(displayFields, user.id, now, user.id, now);
       }
-      const inserted = await tx.execute<{ call_id: string }[]>(
+      const inserted = await sqlRows<{ call_id: string }>(tx, 
         `insert into annotation_queue_items (id, project_id, queue_id, call_id, call_started_at, call_ended_at, call_op_name,
            call_trace_id, display_fields, added_by, created_at, created_by, updated_at)
          values ${ids.map(() => `(${placeholders(13)})`).join(', ')}
@@ -173,7 +173,7 @@ export async function queryItems(em: Em, user: AuthUser, req: AnnotationQueueIte
   const keys = sortKeys(req.sort_by);
   const order = orderBy(keys);
   const where = `i.queue_id = ? and i.deleted_at is null${conditions.map((c) => ` and ${c}`).join('')}`;
-  const rows = await em.execute<ItemRow[]>(
+  const rows = await sqlRows<ItemRow>(em, 
     `select ${ITEM_COLUMNS} from annotation_queue_items i where ${where} order by ${order} limit ? offset ?`,
     [...params, page.limit, page.offset],
   );
@@ -194,7 +194,7 @@ async function positionsOf(em: Em, queueId: string, keys: readonly SortKey[], ro
   const last = rows.at(-1);
   if (!last) return new Map();
   const bound = atOrBefore(keys, last);
-  const ranked = await em.execute<{ id: string; position: number | string }[]>(
+  const ranked = await sqlRows<{ id: string; position: number | string }>(em, 
     `select r.id, r.position from (
         select i.id, row_number() over (order by ${orderBy(keys)}) as position
           from annotation_queue_items i where i.queue_id = ? and i.deleted_at is null and ${bound.sql}
@@ -214,7 +214,7 @@ export async function deleteItem(em: Em, user: AuthUser, projectId: string, queu
   return em.transactional(async (tx) => {
     const row = await liveItem(tx, projectId, queueId, itemId, true);
     const now = new Date();
-    await tx.execute('update annotation_queue_items set deleted_at = ?, updated_at = ? where id = ?', [sqlDate(tx, now), sqlDate(tx, now), itemId], 'run');
+    await sqlRun(tx, 'update annotation_queue_items set deleted_at = ?, updated_at = ? where id = ?', [sqlDate(tx, now), sqlDate(tx, now), itemId]);
     return toItemDto({ ...row, deleted_at: now, updated_at: now });
   });
 }

@@ -2,7 +2,7 @@ import type { AnnotationQueueStats } from '@loupe/shared';
 import type { AuthUser } from '../auth/authenticate.ts';
 import { AnnotationQueueRecord } from '../db/entities.ts';
 import type { Em } from '../db/orm.ts';
-import { placeholders } from '../db/sql.ts';
+import { placeholders, sqlRows } from '../db/sql.ts';
 import { requireProjectAccess } from './access.ts';
 import { notFound } from './errors.ts';
 
@@ -20,19 +20,19 @@ export async function queueStats(em: Em, user: AuthUser, projectId: string, queu
   if (missing.length) throw notFound(`Annotation queue "${missing[0]}" does not exist in project ${projectId}.`);
   const inQueues = `in (${placeholders(ids.length)})`;
 
-  const byState = await em.execute<{ queue_id: string; state: string; n: Count }[]>(
+  const byState = await sqlRows<{ queue_id: string; state: string; n: Count }>(em, 
     `select queue_id, state, count(*) as n from annotation_queue_items
       where queue_id ${inQueues} and deleted_at is null group by queue_id, state`,
     ids,
   );
-  const finished = await em.execute<{ queue_id: string; n: Count }[]>(
+  const finished = await sqlRows<{ queue_id: string; n: Count }>(em, 
     `select i.queue_id, count(*) as n from annotation_queue_items i
       where i.queue_id ${inQueues} and i.deleted_at is null
         and exists (select 1 from annotation_item_progress p where p.item_id = i.id and p.state in ('completed', 'skipped'))
       group by i.queue_id`,
     ids,
   );
-  const byAnnotator = await em.execute<{ queue_id: string; annotator_user_id: string; state: string; n: Count }[]>(
+  const byAnnotator = await sqlRows<{ queue_id: string; annotator_user_id: string; state: string; n: Count }>(em, 
     `select p.queue_id, p.annotator_user_id, p.state, count(*) as n from annotation_item_progress p
        join annotation_queue_items i on i.id = p.item_id
       where p.queue_id ${inQueues} and i.deleted_at is null
