@@ -10,6 +10,12 @@ export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const SERVER_ENTRY = 'server/src/main.ts';
 const ADMIN_ENTRY = 'server/src/admin/cli.ts';
 const START_TIMEOUT_MS = 30_000;
+/** The Node flags `npm start` gives the server (heap bounds), read from package.json so they cannot drift. */
+const SERVER_NODE_FLAGS = (() => {
+  const start = (JSON.parse(readFileSync(`${REPO_ROOT}package.json`, 'utf8')) as { scripts: { start: string } }).scripts.start;
+  const flags = /node ((?:--\S+ )*)server\/src\/main\.ts/.exec(start)?.[1] ?? '';
+  return flags.split(' ').filter(Boolean);
+})();
 
 export type LogLine = Record<string, unknown>;
 export type Exit = { code: number | null; signal: NodeJS.Signals | null };
@@ -50,7 +56,7 @@ export async function startChildServer(options: ChildServerOptions): Promise<Chi
   const quiet = QUIET_LEVELS.has(env.LOUPE_LOG_LEVEL ?? 'info');
   if (quiet) env.PORT = String(await freePort());
   const fd = options.logFile ? openSync(options.logFile, 'w') : undefined;
-  const child = spawn(process.execPath, [SERVER_ENTRY], { cwd: REPO_ROOT, env, stdio: ['ignore', fd ?? 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, SERVER_ENTRY], { cwd: REPO_ROOT, env, stdio: ['ignore', fd ?? 'pipe', 'pipe'] });
   if (fd !== undefined) closeSync(fd); // the child holds its own copy
   const logs: LogLine[] = [];
   let errText = '';
