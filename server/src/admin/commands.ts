@@ -1,8 +1,8 @@
 import type { Em } from '../db/orm.ts';
 import { NAME_PART, type Role } from '@loupe/shared';
-import { v7 as uuidv7 } from 'uuid';
 import { generateApiKey } from '../auth/api-keys.ts';
 import { ApiKey, EntityRecord, Membership, User } from '../db/entities.ts';
+import { newId } from '../domain/ids.ts';
 
 /** A failure the operator caused (unknown user, bad name): printed as one line, exit code 1. */
 export class AdminError extends Error {}
@@ -23,7 +23,7 @@ async function userNamed(em: Em, username: string) {
 
 async function addKey(em: Em, user: { id: string; username: string }): Promise<CreatedKey> {
   const { key, hash } = generateApiKey();
-  const id = uuidv7();
+  const id = newId();
   em.create(ApiKey, { id, userId: user.id, keyHash: hash, createdAt: new Date(), revokedAt: null });
   await em.flush();
   return { key_id: id, user_id: user.id, username: user.username, api_key: key };
@@ -47,7 +47,7 @@ export async function createUser(em: Em, username: string, options: { entity?: s
   if (username === 'api') throw new AdminError('username "api" is reserved: it is the generic username of Basic auth');
   return em.transactional(async (tx) => {
     if (await tx.findOne(User, { username })) throw new AdminError(`user "${username}" already exists`);
-    const user = tx.create(User, { id: uuidv7(), username, createdAt: new Date() });
+    const user = tx.create(User, { id: newId(), username, createdAt: new Date() });
     await tx.flush();
     if (options.entity) await upsertMembership(tx, user.id, options.entity, options.role ?? 'member');
     return addKey(tx, user);

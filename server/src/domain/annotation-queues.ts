@@ -1,6 +1,5 @@
 import type { InferEntity } from '@mikro-orm/core';
 import type { AnnotationQueue, AnnotationQueueCreateReq, AnnotationQueueQueryReq, AnnotationQueueUpdateReq } from '@loupe/shared';
-import { v7 as uuidv7 } from 'uuid';
 import type { AuthUser } from '../auth/authenticate.ts';
 import { AnnotationQueueRecord } from '../db/entities.ts';
 import type { Em } from '../db/orm.ts';
@@ -8,6 +7,7 @@ import { ensureProject, requireProjectAccess } from './access.ts';
 import { resolveSpecRef } from './annotation-specs.ts';
 import { notFound } from './errors.ts';
 import type { Page } from './paging.ts';
+import { newId } from './ids.ts';
 
 export type QueueRow = InferEntity<typeof AnnotationQueueRecord>;
 
@@ -46,7 +46,7 @@ export async function createQueue(em: Em, user: AuthUser, req: AnnotationQueueCr
   const scorerRefs = req.scorer_refs ?? [];
   await checkScorerRefs(em, req.project_id, scorerRefs);
   const now = new Date();
-  const id = uuidv7();
+  const id = newId();
   await em.transactional(async (tx) => {
     await ensureProject(tx, req.project_id);
     tx.create(AnnotationQueueRecord, {

@@ -1,13 +1,13 @@
 import type { InferEntity } from '@mikro-orm/core';
 import type { Em } from '../db/orm.ts';
 import type { Call as CallDto, CallCreateReq, CallQueryReq } from '@loupe/shared';
-import { v7 as uuidv7 } from 'uuid';
 import type { AuthUser } from '../auth/authenticate.ts';
 import { Call } from '../db/entities.ts';
 import { ensureProject, requireProjectAccess } from './access.ts';
 import { conflict, invalid, notFound } from './errors.ts';
 import { contentHash, firstPositions } from './idempotency.ts';
 import type { Page } from './paging.ts';
+import { newId } from './ids.ts';
 
 type CallRow = InferEntity<typeof Call>;
 
@@ -37,7 +37,7 @@ export function toCallDto(row: CallRow): CallDto {
 export async function createCalls(em: Em, user: AuthUser, batch: readonly CallCreateReq[]): Promise<{ id: string }[]> {
   for (const projectId of new Set(batch.map((call) => call.project_id))) requireProjectAccess(user, projectId, 'write');
   const keyed = batch.map((call) => {
-    const id = call.id ?? uuidv7();
+    const id = call.id ?? newId();
     return { key: `${call.project_id}\u0000${id}`, hash: contentHash(call), id, call };
   });
   const positions = firstPositions(keyed, (index, first) =>
@@ -49,7 +49,7 @@ export async function createCalls(em: Em, user: AuthUser, batch: readonly CallCr
     .map(({ id, hash, call }) => ({
       projectId: call.project_id,
       id,
-      traceId: call.trace_id ?? uuidv7(),
+      traceId: call.trace_id ?? newId(),
       opName: call.op_name,
       startedAt: new Date(call.started_at),
       endedAt: call.ended_at ? new Date(call.ended_at) : null,

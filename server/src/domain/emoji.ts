@@ -49,9 +49,23 @@ function rgiForm(emoji: string): string {
 
 export type Reaction = { emoji: string; alias: string; detoned: string; detoned_alias: string };
 
+// Reactions repeat a small set of emoji, and the RGI test is a costly pattern: answers are kept.
+const answers = new Map<string, Reaction | null>();
+const MAX_ANSWERS = 10_000;
+
 /** The enriched reaction for a string that is exactly one RGI emoji, or null. */
 export function describeEmoji(text: string): Reaction | null {
-  if (!RGI_EMOJI.test(text)) return null;
+  let answer = answers.get(text);
+  if (answer === undefined) {
+    answer = describe(text);
+    if (answers.size >= MAX_ANSWERS) answers.clear();
+    answers.set(text, answer);
+  }
+  return answer;
+}
+
+function describe(text: string): Reaction | null {
+  if (text.length > 64 || !RGI_EMOJI.test(text)) return null;
   index ??= load();
   const known = index.get(key(text));
   if (!known) return null;

@@ -1,16 +1,16 @@
 import type { Feedback, FeedbackCreateReq, FeedbackCreateRes, FeedbackQueryReq } from '@loupe/shared';
 import type { ValidateFunction } from 'ajv';
-import { v7 as uuidv7 } from 'uuid';
 import type { AuthUser } from '../auth/authenticate.ts';
 import { AnnotationQueueRecord, AnnotationSpecRecord } from '../db/entities.ts';
 import type { Em } from '../db/orm.ts';
-import { isoFromSql, jsonFromSql, placeholders, sqlDate, sqlRows, sqlRun } from '../db/sql.ts';
+import { isoFromSql, jsonFromSql, onPostgres, placeholders, sqlDate, sqlRows, sqlRun } from '../db/sql.ts';
 import { ensureProject, requireProjectAccess } from './access.ts';
 import { conflict, invalid, notFound } from './errors.ts';
 import { checkFeedback, lookupsNeeded, type FeedbackLookups } from './feedback-rules.ts';
 import { contentHash, firstPositions } from './idempotency.ts';
 import { compileFieldSchema } from './json-schema.ts';
 import type { Page } from './paging.ts';
+import { newId } from './ids.ts';
 
 const CHUNK = 1000;
 const COLUMNS = [
@@ -33,13 +33,25 @@ const ROW_PLACEHOLDERS = `(${placeholders(COLUMNS.length)})`;
 
 type Prepared = {
   key: string;
-  hash: string;
+  /** What a retry is compared by; null for a server-made id, which no retry can name. */
+  hash: string | null;
   id: string;
   projectId: string;
   element: FeedbackCreateReq;
   payload: Record<string, unknown>;
   queueId: string | null;
 };
+
+/**
+ * The content a retry is compared by: as stored, so null and absent are alike, the id is in the
+ * case it is stored in, and the ignored svc_user_id does not count.
+ */
+function retryHash(element: FeedbackCreateReq, id: string): string {
+  const content = Object.fromEntries(
+    Object.entries({ ...element, id }).filter(([field, value]) => value !== undefined && value !== null && field !== 'svc_user_id'),
+  );
+  return contentHash(content);
+}
 
 /** Answers the rules' lookups for a whole batch with one query per kind. */
 async function loadLookups(em: Em, batch: readonly FeedbackCreateReq[]): Promise<FeedbackLookups> {
@@ -84,17 +96,10 @@ async function prepare(em: Em, user: AuthUser, batch: readonly FeedbackCreateReq
   const lookups = await loadLookups(em, batch);
   return batch.map((element, index) => {
     const checked = checkFeedback(element, where(index), lookups, maxPayloadBytes);
-    const id = element.id?.toLowerCase() ?? uuidv7();
-    // The content a retry is compared by: as stored, so null and absent are alike, the id is in
-    // the case it is stored in, and the ignored svc_user_id does not count.
-    const content = Object.fromEntries(
-      Object.entries({ ...element, id: element.id === undefined ? undefined : id }).filter(
-        ([field, value]) => value !== undefined && value !== null && field !== 'svc_user_id',
-      ),
-    );
+    const id = element.id?.toLowerCase() ?? newId();
     return {
       key: `${element.project_id}\u0000${id}`,
-      hash: contentHash(content),
+      hash: element.id === undefined ? null : retryHash(element, id),
       id,
       projectId: element.project_id,
       element,
@@ -102,6 +107,34 @@ async function prepare(em: Em, user: AuthUser, batch: readonly FeedbackCreateReq
       queueId: checked.queueId,
     };
   });
+}
+
+/** One row's values, in COLUMNS order. */
+function rowValues(p: Prepared, userId: string, at: unknown): unknown[] {
+  const e = p.element;
+  return [
+    p.projectId, p.id, e.svc_ref, e.feedback_type, JSON.stringify(p.payload), e.creator ?? null,
+    e.annotation_ref ?? null, e.runnable_ref ?? null, e.call_ref ?? null, e.trigger_ref ?? null, p.queueId,
+    userId, at, p.hash,
+  ];
+}
+
+const ON_CONFLICT = 'on conflict (project_id, id) do nothing returning id';
+const PG_COLUMN_TYPES = ['text', 'text', 'text', 'text', 'jsonb', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'timestamptz', 'text'];
+
+/**
+ * The insert of a chunk of rows. PostgreSQL gets one array per column and `unnest`: a short
+ * statement whatever the chunk size, so the server parses and plans almost nothing per batch.
+ * SQLite gets a multi-row VALUES statement, prepared once per chunk size and cached.
+ */
+function insertStatement(em: Em, chunk: readonly Prepared[], userId: string, at: unknown): [string, unknown[]] {
+  const rows = chunk.map((p) => rowValues(p, userId, at));
+  if (onPostgres(em)) {
+    const columns = COLUMNS.map((_, c) => rows.map((row) => row[c]));
+    const arrays = PG_COLUMN_TYPES.map((type) => `?::${type}[]`).join(', ');
+    return [`insert into feedback (${COLUMNS.join(', ')}) select * from unnest(${arrays}) ${ON_CONFLICT}`, columns];
+  }
+  return [`insert into feedback (${COLUMNS.join(', ')}) values ${chunk.map(() => ROW_PLACEHOLDERS).join(', ')} ${ON_CONFLICT}`, rows.flat()];
 }
 
 type StoredResult = { id: string; project_id: string; request_hash: string; created_at: unknown; svc_user_id: string; payload: unknown };
@@ -124,18 +157,7 @@ async function store(em: Em, user: AuthUser, prepared: readonly Prepared[], now:
     const existing: Prepared[] = [];
     for (let i = 0; i < unique.length; i += CHUNK) {
       const chunk = unique.slice(i, i + CHUNK);
-      const values: unknown[] = [];
-      for (const p of chunk) {
-        const e = p.element;
-        values.push(p.projectId, p.id, e.svc_ref, e.feedback_type, JSON.stringify(p.payload), e.creator ?? null);
-        values.push(e.annotation_ref ?? null, e.runnable_ref ?? null, e.call_ref ?? null, e.trigger_ref ?? null, p.queueId);
-        values.push(user.id, at, p.hash);
-      }
-      const inserted = await sqlRows<{ id: string }>(tx, 
-        `insert into feedback (${COLUMNS.join(', ')}) values ${chunk.map(() => ROW_PLACEHOLDERS).join(', ')}
-         on conflict (project_id, id) do nothing returning id`,
-        values,
-      );
+      const inserted = await sqlRows<{ id: string }>(tx, ...insertStatement(tx, chunk, user.id, at));
       const insertedIds = new Set(inserted.map((row) => row.id));
       for (const p of chunk) {
         if (insertedIds.has(p.id)) stored.set(p.key, { id: p.id, created_at: createdAt, svc_user_id: user.id, payload: p.payload });

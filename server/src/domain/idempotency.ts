@@ -6,7 +6,7 @@ export function contentHash(value: unknown): string {
   return createHash('sha256').update(canonicalize(value) ?? 'undefined').digest('hex');
 }
 
-export type Keyed = { key: string; hash: string };
+export type Keyed = { key: string; hash: string | null };
 
 /**
  * Folds repeats of one client-chosen id within a batch: identical content is one record (its

@@ -1,5 +1,4 @@
 import type { AnnotationQueueItem, AnnotationQueueItemsAddReq, AnnotationQueueItemsQueryReq, ItemSort } from '@loupe/shared';
-import { v7 as uuidv7 } from 'uuid';
 import type { AuthUser } from '../auth/authenticate.ts';
 import type { Em } from '../db/orm.ts';
 import { isoFromSql, isoOrNullFromSql, jsonFromSql, lockClause, placeholders, sqlDate, sqlRows, sqlRun } from '../db/sql.ts';
@@ -7,6 +6,7 @@ import { ensureProject, requireProjectAccess } from './access.ts';
 import { liveQueue } from './annotation-queues.ts';
 import { notFound, tooLarge } from './errors.ts';
 import type { Page } from './paging.ts';
+import { newId } from './ids.ts';
 
 const CHUNK = 500;
 
@@ -93,7 +93,7 @@ export async function addItems(em: Em, user: AuthUser, req: AnnotationQueueItems
       const values: unknown[] = [];
       for (const id of ids) {
         const call = calls.get(id)!;
-        values.push(uuidv7(), req.project_id, req.queue_id, id, call.started_at, call.ended_at ?? null, call.op_name, call.trace_id);
+        values.push(newId(), req.project_id, req.queue_id, id, call.started_at, call.ended_at ?? null, call.op_name, call.trace_id);
         values.push(displayFields, user.id, now, user.id, now);
       }
       const inserted = await sqlRows<{ call_id: string }>(tx, 

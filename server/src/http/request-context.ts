@@ -1,6 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
-import { v7 as uuidv7 } from 'uuid';
 import type { Logger } from '../log.ts';
+import { newId } from '../domain/ids.ts';
 
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -18,7 +18,7 @@ declare module 'node:http' {
 export function requestContext(log: Logger) {
   return (req: Request, res: Response, next: NextFunction) => {
     const offered = req.headers['x-request-id'];
-    const id = typeof offered === 'string' && CLIENT_REQUEST_ID.test(offered) ? offered : uuidv7();
+    const id = typeof offered === 'string' && CLIENT_REQUEST_ID.test(offered) ? offered : newId();
     const started = process.hrtime.bigint();
     req.id = id;
     req.log = log.child({ request_id: id });

@@ -16,7 +16,7 @@ export class Migration0004Feedback extends Migration {
       queue_id text null,
       svc_user_id text not null references users (id),
       created_at datetime not null,
-      request_hash text not null,
+      request_hash text null,
       primary key (project_id, id))`);
     this.addSql(`create index feedback_created_idx on feedback (project_id, created_at, id)`);
     this.addSql(`create index feedback_svc_ref_idx on feedback (project_id, svc_ref)`);
