@@ -2,7 +2,31 @@ import { pino, type Logger } from 'pino';
 
 export type { Logger };
 
-/** Structured JSON logs on stdout; each request's lines carry its `request_id`. */
+// ISO timestamps, formatted once per millisecond: a busy server writes many lines in each.
+let lastMs = 0;
+let lastStamp = '';
+function isoTime(): string {
+  const now = Date.now();
+  if (now !== lastMs) {
+    lastMs = now;
+    lastStamp = `,"time":"${new Date(now).toISOString()}"`;
+  }
+  return lastStamp;
+}
+
+export type LogSink = { logger: Logger; flush(): void };
+
+/**
+ * Structured JSON logs on stdout; each request's lines carry its `request_id`. Lines are written
+ * in 4 KiB chunks and at least every 250 ms rather than one write per line (a crash can lose the
+ * last quarter second; shutdown flushes).
+ */
 export function createLogger(level: string): Logger {
-  return pino({ level, base: { service: 'loupe' }, timestamp: pino.stdTimeFunctions.isoTime });
+  return createLogSink(level).logger;
+}
+
+export function createLogSink(level: string): LogSink {
+  const destination = pino.destination({ dest: 1, minLength: 4096, sync: false, periodicFlush: 250 } as Parameters<typeof pino.destination>[0]);
+  const logger = pino({ level, base: { service: 'loupe' }, timestamp: isoTime }, destination);
+  return { logger, flush: () => destination.flushSync() };
 }

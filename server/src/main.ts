@@ -1,19 +1,25 @@
 import { CatalogError } from './catalog/catalog.ts';
 import { ConfigError, loadConfig } from './config.ts';
-import { createLogger } from './log.ts';
+import { createLogSink } from './log.ts';
 import { startServer } from './server.ts';
 
 // `npm start`: run the service until SIGTERM/SIGINT; SIGHUP reloads the model catalog.
 try {
   const config = loadConfig();
-  const log = createLogger(config.logLevel);
+  const sink = createLogSink(config.logLevel);
+  const log = sink.logger;
   const server = await startServer(config, log);
+  sink.flush(); // the "listening" line, at once
   const stop = (signal: string) => {
     log.info({ signal }, 'signal received');
     server.close().then(
-      () => process.exit(0),
+      () => {
+        sink.flush();
+        process.exit(0);
+      },
       (error: unknown) => {
         log.error({ err: error }, 'shutdown failed');
+        sink.flush();
         process.exit(1);
       },
     );

@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AuthFailureLimiter } from './auth/failure-limiter.ts';
 import { ModelCatalog } from './catalog/catalog.ts';
@@ -29,6 +29,13 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   if (config.watchCatalog) catalog.watch();
   const app = createApp(services);
   const server: Server = app.listen(config.port, config.host);
+  // Responses still being written: shutdown waits for them (their access-log line and metrics are
+  // written on 'finish', which can come after the server's own close callback).
+  const inFlight = new Set<ServerResponse>();
+  server.on('request', (_req: IncomingMessage, res: ServerResponse) => {
+    inFlight.add(res);
+    res.once('close', () => inFlight.delete(res));
+  });
   // Keep idle connections longer than the usual 60 s of load balancers and client pools, so that
   // the server is never the side that closes a connection a client is about to reuse.
   server.keepAliveTimeout = 65_000;
@@ -50,6 +57,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
         server.closeAllConnections();
       }, config.shutdownTimeoutMs);
       await closed;
+      await Promise.all([...inFlight].map((res) => (res.closed ? undefined : once(res, 'close'))));
       clearTimeout(timer);
       catalog.close();
       await orm.close(true);

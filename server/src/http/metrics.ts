@@ -52,12 +52,25 @@ export class Metrics {
   }
 
   middleware(routeOf: RouteNamer) {
+    // prom-client validates label objects on every call; the labelled children are kept instead.
+    const children = new Map<string, { count: () => void; observe: (seconds: number) => void }>();
+    const child = (method: string, route: string, status: string) => {
+      const key = `${method} ${route} ${status}`;
+      let found = children.get(key);
+      if (!found) {
+        const counter = this.#requests.labels(method, route, status);
+        const histogram = this.#duration.labels(method, route, status);
+        found = { count: () => counter.inc(), observe: (seconds) => histogram.observe(seconds) };
+        children.set(key, found);
+      }
+      return found;
+    };
     return (req: Request, res: Response, next: NextFunction) => {
-      const end = this.#duration.startTimer();
+      const started = process.hrtime.bigint();
       res.on('finish', () => {
-        const labels = { method: req.method, route: routeOf(req.method, req.path), status: String(res.statusCode) };
-        end(labels);
-        this.#requests.inc(labels);
+        const labelled = child(req.method, routeOf(req.method, req.path), String(res.statusCode));
+        labelled.observe(Number(process.hrtime.bigint() - started) / 1e9);
+        labelled.count();
       });
       next();
     };

@@ -9,7 +9,7 @@ import type { ModelCatalog } from '../catalog/catalog.ts';
 const CACHE_CONTROL = 'public, max-age=60, stale-while-revalidate=300';
 const PATH = new RegExp(`^${MODEL_LIST_PATH.replaceAll('/', '\\/')}\\/?$`, 'i');
 
-type Representation = { body: Buffer; etag: string };
+type Representation = { body: Buffer; etag: string; headers: Record<string, string>; notModifiedHeaders: Record<string, string> };
 
 /**
  * The HTTP face of `models.list` on the REST door. Partners poll this route, so each distinct
@@ -23,51 +23,68 @@ export function modelListHttp(catalog: ModelCatalog, contextFor: (req: Request, 
     cache = new Map();
   });
 
-  return async (req: Request, res: Response, next: NextFunction) => {
+  const send = (req: Request, res: Response, representation: Representation) => {
+    if (matches(req.headers['if-none-match'], representation.etag)) {
+      res.writeHead(304, representation.notModifiedHeaders).end();
+      return;
+    }
+    res.writeHead(200, representation.headers).end(req.method === 'HEAD' ? undefined : representation.body);
+  };
+
+  const produce = async (req: Request, res: Response, key: string, query: ModelListQuery) => {
+    const version = catalog.snapshot.version;
+    const list = await createCaller(contextFor(req, res)).models.list(query);
+    const representation = represent(Buffer.from(JSON.stringify(list)));
+    if (version === catalog.snapshot.version) cache.set(key, representation);
+    return representation;
+  };
+
+  return (req: Request, res: Response, next: NextFunction) => {
     if (!PATH.test(req.path)) return next();
     res.setHeader('Access-Control-Allow-Origin', '*');
     if (req.method === 'OPTIONS') {
-      res.setHeader('Access-Control-Allow-Methods', 'GET, HEAD, OPTIONS');
-      res.setHeader('Access-Control-Allow-Headers', 'If-None-Match, Content-Type');
-      res.setHeader('Access-Control-Max-Age', '86400');
-      res.status(204).end();
+      res.writeHead(204, PREFLIGHT_HEADERS).end();
       return;
     }
     if (req.method !== 'GET' && req.method !== 'HEAD') return next();
-    // An empty value (`?feature=`) is no filter, as the REST adapter behind this route reads it;
-    // otherwise such a poll would fall through and be answered without ETag or Cache-Control.
-    const query = ModelListQuery.safeParse(Object.fromEntries(Object.entries(req.query).filter(([, value]) => value !== '')));
-    if (!query.success) return next();
-    try {
-      const version = catalog.snapshot.version;
-      const key = `${version}?${JSON.stringify(query.data, Object.keys(query.data).sort())}`;
-      let representation = cache.get(key);
-      if (!representation) {
-        const list = await createCaller(contextFor(req, res)).models.list(query.data);
-        const body = Buffer.from(JSON.stringify(list));
-        representation = { body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` };
-        if (version === catalog.snapshot.version) cache.set(key, representation);
-      }
-      res.setHeader('ETag', representation.etag);
-      res.setHeader('Cache-Control', CACHE_CONTROL);
-      res.setHeader('Access-Control-Expose-Headers', 'ETag');
-      res.setHeader('Vary', 'Accept-Encoding');
-      if (matches(req.headers['if-none-match'], representation.etag)) {
-        res.status(304).end();
-        return;
-      }
-      res.setHeader('Content-Type', 'application/json; charset=utf-8');
-      res.setHeader('Content-Length', representation.body.length);
-      res.status(200).end(req.method === 'HEAD' ? undefined : representation.body);
-    } catch (error) {
-      next(error);
+    // The common poll has no query string: no parsing at all.
+    let query: ModelListQuery = {};
+    if (req.url.includes('?')) {
+      // An empty value (`?feature=`) is no filter, as the REST adapter behind this route reads it;
+      // otherwise such a poll would fall through and be answered without ETag or Cache-Control.
+      const parsed = ModelListQuery.safeParse(Object.fromEntries(Object.entries(req.query).filter(([, value]) => value !== '')));
+      if (!parsed.success) return next();
+      query = parsed.data;
     }
+    const key = `${catalog.snapshot.version}?${JSON.stringify(query, Object.keys(query).sort())}`;
+    const cached = cache.get(key);
+    if (cached) return send(req, res, cached);
+    produce(req, res, key, query).then((representation) => send(req, res, representation), next);
   };
+}
+
+const PREFLIGHT_HEADERS = {
+  'Access-Control-Allow-Methods': 'GET, HEAD, OPTIONS',
+  'Access-Control-Allow-Headers': 'If-None-Match, Content-Type',
+  'Access-Control-Max-Age': '86400',
+};
+
+function represent(body: Buffer): Representation {
+  const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
+  const notModifiedHeaders = {
+    ETag: etag,
+    'Cache-Control': CACHE_CONTROL,
+    'Access-Control-Expose-Headers': 'ETag',
+    Vary: 'Accept-Encoding',
+  };
+  const headers = { ...notModifiedHeaders, 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': String(body.length) };
+  return { body, etag, headers, notModifiedHeaders };
 }
 
 /** RFC 9110 If-None-Match: `*` or a list of entity tags, compared weakly. */
 function matches(header: string | undefined, etag: string): boolean {
   if (!header) return false;
+  if (header === etag) return true;
   if (header.trim() === '*') return true;
   return header.split(',').some((candidate) => candidate.trim().replace(/^W\//, '') === etag);
 }

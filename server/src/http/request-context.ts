@@ -21,12 +21,17 @@ export function requestContext(log: Logger) {
     const id = typeof offered === 'string' && CLIENT_REQUEST_ID.test(offered) ? offered : newId();
     const started = process.hrtime.bigint();
     req.id = id;
-    req.log = log.child({ request_id: id });
+    // Most requests log only their access line: the child logger is made when something asks.
+    let child: Logger | undefined;
+    Object.defineProperty(req, 'log', { get: () => (child ??= log.child({ request_id: id })), configurable: true });
     res.setHeader('X-Request-Id', id);
     res.on('finish', () => {
       const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
       const level = res.statusCode >= 500 ? 'error' : 'info';
-      req.log![level]({ method: req.method, url: req.originalUrl, status: res.statusCode, duration_ms: +durationMs.toFixed(3) }, 'request');
+      log[level](
+        { request_id: id, method: req.method, url: req.originalUrl, status: res.statusCode, duration_ms: Math.round(durationMs * 1000) / 1000 },
+        'request',
+      );
     });
     next();
   };

@@ -15,7 +15,20 @@ export function routeNamer(): (method: string, path: string) => string {
     })),
   );
   const procedures = new Set<string>();
+  // Paths repeat (polls, health checks); ids make them unbounded, so the memory is capped.
+  const seen = new Map<string, string>();
   return (method, path) => {
+    const key = `${method} ${path}`;
+    let route = seen.get(key);
+    if (route === undefined) {
+      route = name(method, path);
+      if (seen.size >= 5000) seen.clear();
+      seen.set(key, route);
+    }
+    return route;
+  };
+
+  function name(method: string, path: string): string {
     if (OPERATIONS.has(path)) return path;
     if (path.startsWith('/docs')) return '/docs';
     if (path.startsWith('/trpc/')) {
@@ -24,5 +37,5 @@ export function routeNamer(): (method: string, path: string) => string {
     }
     const match = templates.find((t) => (t.method === method || method === 'HEAD') && t.pattern.test(path));
     return match ? match.template : 'unmatched';
-  };
+  }
 }
