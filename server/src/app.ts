@@ -34,8 +34,7 @@ export function createApp(services: Services) {
   const createContext = contextFactory(services);
   const metrics = new Metrics(services.orm, services.config.databaseUrl);
 
-  app.use(requestContext(services.log));
-  app.use(metrics.middleware(routeNamer()));
+  app.use(requestContext(services.log, metrics, routeNamer()));
   app.use(modelListHttp(services.catalog, (req, res) => createContext({ req, res })));
   app.use(operationsRouter(services.orm, metrics));
   app.use(requireJsonBody);

@@ -1,8 +1,5 @@
-import type { NextFunction, Request, Response } from 'express';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { dialectOf, type Orm } from '../db/orm.ts';
-
-export type RouteNamer = (method: string, path: string) => string;
 
 /** Prometheus metrics: requests and latency by route template and status, and the database pool. */
 export class Metrics {
@@ -51,28 +48,20 @@ export class Metrics {
     });
   }
 
-  middleware(routeOf: RouteNamer) {
-    // prom-client validates label objects on every call; the labelled children are kept instead.
-    const children = new Map<string, { count: () => void; observe: (seconds: number) => void }>();
-    const child = (method: string, route: string, status: string) => {
-      const key = `${method} ${route} ${status}`;
-      let found = children.get(key);
-      if (!found) {
-        const counter = this.#requests.labels(method, route, status);
-        const histogram = this.#duration.labels(method, route, status);
-        found = { count: () => counter.inc(), observe: (seconds) => histogram.observe(seconds) };
-        children.set(key, found);
-      }
-      return found;
-    };
-    return (req: Request, res: Response, next: NextFunction) => {
-      const started = process.hrtime.bigint();
-      res.on('finish', () => {
-        const labelled = child(req.method, routeOf(req.method, req.path), String(res.statusCode));
-        labelled.observe(Number(process.hrtime.bigint() - started) / 1e9);
-        labelled.count();
-      });
-      next();
-    };
+  // prom-client validates label objects on every call; the labelled children are kept instead.
+  readonly #children = new Map<string, { count: () => void; observe: (seconds: number) => void }>();
+
+  /** Counts one answered request and its latency. */
+  observe(method: string, route: string, status: number, seconds: number): void {
+    const key = `${method} ${route} ${status}`;
+    let child = this.#children.get(key);
+    if (!child) {
+      const counter = this.#requests.labels(method, route, String(status));
+      const histogram = this.#duration.labels(method, route, String(status));
+      child = { count: () => counter.inc(), observe: (value) => histogram.observe(value) };
+      this.#children.set(key, child);
+    }
+    child.observe(seconds);
+    child.count();
   }
 }
