@@ -3,6 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { modelListBenchmark } from './model-list.ts';
+import { progressBenchmark } from './progress-writes.ts';
+import { claimBenchmark } from './claim-writes.ts';
+import { itemsQueryBenchmark } from './items-query.ts';
 import { printSection, runInfo, writeSection, type Section, type Settings } from './report.ts';
 
 // `npm run bench`: every benchmark in turn; BENCH_ONLY=<name,…> picks some. Exit code 1 when a
@@ -10,6 +13,9 @@ import { printSection, runInfo, writeSection, type Section, type Settings } from
 
 const BENCHMARKS: Record<string, (settings: Settings, workDir: string) => Promise<Section>> = {
   'model-list': modelListBenchmark,
+  progress: progressBenchmark,
+  claim: claimBenchmark,
+  'items-query': itemsQueryBenchmark,
 };
 const RESULTS_DIR = fileURLToPath(new URL('../../bench-results/', import.meta.url));
 

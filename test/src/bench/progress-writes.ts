@@ -1,0 +1,100 @@
+import { basicAuth, call } from './bench-rest.ts';
+import { addItems, createCalls, createQueue, listItems, type ItemJson, type Owner } from './queue-fixture.ts';
+import type { Section, Settings } from './report.ts';
+import type { PlannedRequest } from './sequence-load.ts';
+import { expectSameItem, type SideName, type WriteBench, type WriteEnv } from './write-comparison.ts';
+import { writeSection } from './write-section.ts';
+
+// POST /annotation_queues/{q}/items/{item}/progress (contract 4.1) at full concurrency, every
+// request a real write: each side has its own queue of ITEMS items; annotator after annotator
+// walks the queue twice, first setting in_progress (an insert), then completed (an update). A
+// pass is ITEMS requests long, so an item's second request follows its first long after it
+// answered. Each answer must be 200 and show that item in that state by that annotator.
+
+const ITEMS = 10_000;
+
+type Sequence = { queueId: string; itemIds: string[]; sent: number };
+
+async function queueOf(owner: Owner, name: string, callIds: readonly string[]): Promise<{ queueId: string; items: ItemJson[] }> {
+  const queueId = await createQueue(owner, name);
+  await addItems(owner, queueId, callIds);
+  return { queueId, items: await listItems(owner, queueId) };
+}
+
+function progressRequest(env: WriteEnv, queueId: string, itemId: string, key: string, state: string): Pick<PlannedRequest, 'method' | 'path' | 'headers' | 'body'> {
+  return {
+    method: 'POST',
+    path: `/annotation_queues/${queueId}/items/${itemId}/progress`,
+    headers: { authorization: basicAuth(key), 'content-type': 'application/json' },
+    body: JSON.stringify({ project_id: env.owner.projectId, annotation_state: state }),
+  };
+}
+
+async function setUp(env: WriteEnv) {
+  const { owner } = env;
+  const callIds = await createCalls(owner, 'call', ITEMS);
+  const sequences = {} as Record<SideName, Sequence>;
+  for (const name of ['loupe', 'baseline'] as const) {
+    const { queueId, items } = await queueOf(owner, `progress-${name}`, callIds);
+    if (items.length !== ITEMS) throw new Error(`queue progress-${name} lists ${items.length} of ${ITEMS} items`);
+    sequences[name] = { queueId, itemIds: items.map((item) => item.id), sent: 0 };
+  }
+
+  return {
+    async probe() {
+      for (const name of ['loupe', 'baseline'] as const) {
+        const probe = await queueOf(owner, `progress-probe-${name}`, callIds.slice(0, 1));
+        const request = progressRequest(env, probe.queueId, probe.items[0]!.id, owner.key, 'in_progress');
+        const answer = await call<{ item: ItemJson }>(env[name].url, 'POST', request.path, owner.key, JSON.parse(request.body!));
+        const [reported] = await listItems(owner, probe.queueId);
+        expectSameItem(`progress probe, ${name}`, answer.item, reported);
+      }
+    },
+
+    async plan(name: SideName, requests: number) {
+      const sequence = sequences[name];
+      const perAnnotator = 2 * ITEMS;
+      await env.annotators.ensure(Math.ceil((sequence.sent + requests) / perAnnotator));
+      const capacity = env.annotators.list.length * perAnnotator;
+      return (): PlannedRequest => {
+        const k = sequence.sent++;
+        const annotator = env.annotators.list[Math.floor(k / perAnnotator) % env.annotators.list.length]!;
+        const within = k % perAnnotator;
+        const state = within < ITEMS ? 'in_progress' : 'completed';
+        const itemId = sequence.itemIds[within % ITEMS]!;
+        return {
+          ...progressRequest(env, sequence.queueId, itemId, annotator.key, state),
+          check: (text) => {
+            if (k >= capacity) return `request ${k} is past the ${capacity} planned (fixture exhausted)`;
+            const item = (JSON.parse(text) as { item?: ItemJson | null }).item;
+            if (item?.id !== itemId || item.annotation_state !== state || item.annotator_user_id !== annotator.id) {
+              return `expected item ${itemId} ${state} by ${annotator.id}, got ${text.slice(0, 300)}`;
+            }
+            return null;
+          },
+        };
+      };
+    },
+
+    details() {
+      return {
+        items_per_queue: ITEMS,
+        annotators: env.annotators.list.length,
+        requests_sent: { loupe: sequences.loupe.sent, baseline: sequences.baseline.sent },
+      };
+    },
+  };
+}
+
+export const progressBench: WriteBench = { name: 'progress', initialRate: 6000, setUp };
+
+export function progressBenchmark(settings: Settings, workDir: string): Promise<Section> {
+  return writeSection(
+    progressBench,
+    'POST …/items/{item}/progress, every request a real write (in_progress insert, then completed update, ' +
+      `${ITEMS} items per side, a different annotator per pass): Loupe (its own process, log level ${process.env.LOUPE_LOG_LEVEL ?? 'info'} to a file) ` +
+      'against a bare Express 5 route doing the same SQL (auth join, transaction, item lock on PostgreSQL) through the same driver on the same database',
+    settings,
+    workDir,
+  );
+}

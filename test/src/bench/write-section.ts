@@ -1,0 +1,36 @@
+import { postgresAvailable, type Backend } from '../harness/databases.ts';
+import type { Section, Settings } from './report.ts';
+import { runWriteComparison, type WriteBench } from './write-comparison.ts';
+
+// A write benchmark's report: one comparison per database, SQLite always, PostgreSQL when
+// TEST_DATABASE_URL names a server to create a fresh database on (else a printed notice).
+
+export const WRITE_TARGET_RATIO = 0.5;
+
+export async function writeSection(bench: WriteBench, description: string, settings: Settings, workDir: string): Promise<Section> {
+  const backends: Backend[] = ['sqlite'];
+  const details: Record<string, unknown> = {};
+  if (postgresAvailable) backends.push('postgresql');
+  else {
+    const notice = 'PostgreSQL half skipped: TEST_DATABASE_URL is unset';
+    console.log(`${bench.name}: ${notice}`);
+    details.postgresql = notice;
+  }
+  const section: Section = {
+    name: bench.name,
+    description,
+    target: { metric: 'requests/s ratio Loupe/baseline at concurrency ' + settings.connections + ', per database', min: WRITE_TARGET_RATIO },
+    comparisons: [],
+    details,
+    problems: [],
+    passed: false,
+  };
+  for (const backend of backends) {
+    const result = await runWriteComparison(bench, backend, settings, workDir);
+    section.comparisons.push(result.comparison);
+    section.problems.push(...result.problems);
+    details[backend] = result.details;
+  }
+  section.passed = section.problems.length === 0 && section.comparisons.every((c) => c.ratio >= WRITE_TARGET_RATIO);
+  return section;
+}
