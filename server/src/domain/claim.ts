@@ -3,7 +3,7 @@ import type { AuthUser } from '../auth/authenticate.ts';
 import type { Em } from '../db/orm.ts';
 import { lockClause, onPostgres, sqlDate, sqlRows } from '../db/sql.ts';
 import { requireProjectAccess } from './access.ts';
-import { liveQueue } from './annotation-queues.ts';
+import { queueSettings } from './annotation-queues.ts';
 import { recordProgress } from './progress.ts';
 import { ITEM_COLUMNS, toItemDto, type ItemRow } from './queue-items.ts';
 
@@ -22,7 +22,7 @@ const MAX_ATTEMPTS = 50;
  */
 export async function claimItem(em: Em, user: AuthUser, projectId: string, queueId: string): Promise<AnnotationQueueItem | null> {
   requireProjectAccess(user, projectId, 'write');
-  const queue = await liveQueue(em, projectId, queueId);
+  const queue = await queueSettings(em, projectId, queueId);
   return em.transactional(async (tx) => {
     // One claim at a time per (queue, annotator) on PostgreSQL, so that a second concurrent claim
     // of the same annotator finds the first one's item below instead of taking another.

@@ -194,12 +194,16 @@ async function positionsOf(em: Em, queueId: string, keys: readonly SortKey[], ro
   const last = rows.at(-1);
   if (!last) return new Map();
   const bound = atOrBefore(keys, last);
-  const ranked = await sqlRows<{ id: string; position: number | string }>(em, 
+  // The same bound on the leading key alone is redundant, but it is what lets the database read
+  // the (queue_id, <key>, id) index as a range instead of testing every row of the queue.
+  const lead = keys[0]!;
+  const range = `${lead.column} ${lead.direction === 'asc' ? '<=' : '>='} ?`;
+  const ranked = await sqlRows<{ id: string; position: number | string }>(em,
     `select r.id, r.position from (
         select i.id, row_number() over (order by ${orderBy(keys)}) as position
-          from annotation_queue_items i where i.queue_id = ? and i.deleted_at is null and ${bound.sql}
+          from annotation_queue_items i where i.queue_id = ? and i.deleted_at is null and ${range} and ${bound.sql}
       ) r where r.id in (${placeholders(rows.length)})`,
-    [queueId, ...bound.params, ...rows.map((row) => row.id)],
+    [queueId, last[lead.field], ...bound.params, ...rows.map((row) => row.id)],
   );
   return new Map(ranked.map((row) => [row.id, Number(row.position)]));
 }
