@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { feedbackIngestBenchmark } from './feedback-ingest.ts';
 import { modelListBenchmark } from './model-list.ts';
 import { progressBenchmark } from './progress-writes.ts';
 import { claimBenchmark } from './claim-writes.ts';
@@ -16,6 +17,7 @@ const BENCHMARKS: Record<string, (settings: Settings, workDir: string) => Promis
   progress: progressBenchmark,
   claim: claimBenchmark,
   'items-query': itemsQueryBenchmark,
+  'feedback-ingest': feedbackIngestBenchmark,
 };
 const RESULTS_DIR = fileURLToPath(new URL('../../bench-results/', import.meta.url));
 
