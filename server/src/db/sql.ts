@@ -65,3 +65,15 @@ export function onPostgres(em: Em): boolean {
 export function lockClause(em: Em, clause: string): string {
   return onPostgres(em) ? ` ${clause}` : '';
 }
+
+/**
+ * A transaction for work that is raw SQL only (the progress and claim paths): Kysely's own,
+ * without the entity manager's fork and unit of work. The em handed to `work` sends everything
+ * through that transaction.
+ */
+export async function sqlTransaction<T>(em: Em, work: (tx: Em) => Promise<T>): Promise<T> {
+  return em.getKysely().transaction().execute((trx) => {
+    const tx = Object.create(em, { getKysely: { value: () => trx } }) as Em;
+    return work(tx);
+  });
+}

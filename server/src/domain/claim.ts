@@ -1,7 +1,7 @@
 import type { AnnotationQueueItem } from '@loupe/shared';
 import type { AuthUser } from '../auth/authenticate.ts';
 import type { Em } from '../db/orm.ts';
-import { lockClause, onPostgres, sqlDate, sqlRows } from '../db/sql.ts';
+import { lockClause, onPostgres, sqlDate, sqlRows, sqlTransaction } from '../db/sql.ts';
 import { requireProjectAccess } from './access.ts';
 import { queueSettings } from './annotation-queues.ts';
 import { recordProgress } from './progress.ts';
@@ -23,7 +23,7 @@ const MAX_ATTEMPTS = 50;
 export async function claimItem(em: Em, user: AuthUser, projectId: string, queueId: string): Promise<AnnotationQueueItem | null> {
   requireProjectAccess(user, projectId, 'write');
   const queue = await queueSettings(em, projectId, queueId);
-  return em.transactional(async (tx) => {
+  return sqlTransaction(em, async (tx) => {
     // One claim at a time per (queue, annotator) on PostgreSQL, so that a second concurrent claim
     // of the same annotator finds the first one's item below instead of taking another.
     if (onPostgres(tx)) await sqlRows(tx, 'select pg_advisory_xact_lock(hashtextextended(?, 0))', [`claim ${queueId} ${user.id}`]);

@@ -1,7 +1,7 @@
 import type { AnnotationQueueItem, AnnotationQueueItemProgressReq, ProgressState } from '@loupe/shared';
 import type { AuthUser } from '../auth/authenticate.ts';
 import type { Em } from '../db/orm.ts';
-import { sqlDate, sqlRows, sqlRun } from '../db/sql.ts';
+import { sqlDate, sqlRows, sqlRun, sqlTransaction } from '../db/sql.ts';
 import { requireProjectAccess } from './access.ts';
 import { invalid } from './errors.ts';
 import { liveItem, toItemDto } from './queue-items.ts';
@@ -51,7 +51,7 @@ export async function recordProgress(
 /** The interface document's progress operation (contract 4.1). */
 export async function updateProgress(em: Em, user: AuthUser, req: AnnotationQueueItemProgressReq): Promise<AnnotationQueueItem> {
   requireProjectAccess(user, req.project_id, 'write');
-  return em.transactional(async (tx) => {
+  return sqlTransaction(em, async (tx) => {
     const item = await liveItem(tx, req.project_id, req.queue_id, req.item_id, true);
     const [current] = await sqlRows<{ state: ProgressState }>(tx, 
       `select p.state from annotation_item_progress p where p.item_id = ? and p.annotator_user_id = ?`,
