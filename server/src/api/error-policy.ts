@@ -1,5 +1,6 @@
 import { TRPCError } from '@trpc/server';
 import type { TRPC_ERROR_CODE_KEY } from '@trpc/server/rpc';
+import { fieldPath } from '@loupe/shared';
 import { ZodError } from 'zod';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { DomainError, type DomainErrorKind } from '../domain/errors.ts';
@@ -43,16 +44,12 @@ export function zodIssues(error: TRPCError): Issue[] | undefined {
   return error.cause instanceof ZodError ? error.cause.issues : undefined;
 }
 
-function describePath(path: PropertyKey[]): string {
-  return path.map((part) => (typeof part === 'number' ? `[${part}]` : `.${String(part)}`)).join('').replace(/^\./, '');
-}
-
 /** The `reason` of an error body: one sentence, naming the field for schema violations. */
 export function reasonOf(error: TRPCError): string {
   const issues = zodIssues(error);
   if (issues?.length) {
     const first = issues[0]!;
-    const where = first.path.length ? ` at ${describePath(first.path)}` : '';
+    const where = first.path.length ? ` at ${fieldPath(first.path)}` : '';
     const more = issues.length > 1 ? ` (and ${issues.length - 1} more issue${issues.length > 2 ? 's' : ''})` : '';
     return `Invalid request${where}: ${first.message}${more}.`;
   }

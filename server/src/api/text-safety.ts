@@ -31,7 +31,3 @@ function unstorable(text: string): boolean {
 function describe(text: string): string {
   return text.includes('\u0000') ? 'must not contain U+0000' : 'must not contain an unpaired surrogate';
 }
-
-export function describeTextPath(path: readonly (string | number)[]): string {
-  return path.map((part) => (typeof part === 'number' ? `[${part}]` : `.${part}`)).join('').replace(/^\./, '');
-}

@@ -6,7 +6,8 @@ import { DomainError, invalid, tooLarge } from '../domain/errors.ts';
 import { MALFORMED_BODY, malformedJsonReason } from './malformed-body.ts';
 import type { Context } from './context.ts';
 import { normalizeError, reasonOf, zodIssues } from './error-policy.ts';
-import { describeTextPath, findUnstorableText } from './text-safety.ts';
+import { fieldPath } from '@loupe/shared';
+import { findUnstorableText } from './text-safety.ts';
 
 const t = initTRPC
   .context<Context>()
@@ -64,7 +65,7 @@ export const protectedProcedure = normalized.use(async ({ ctx, getRawInput, next
   const malformed = (raw as { [MALFORMED_BODY]?: string } | undefined)?.[MALFORMED_BODY];
   if (malformed !== undefined) throw new DomainError('malformed', malformedJsonReason(malformed));
   const problem = findUnstorableText(raw);
-  if (problem) throw invalid(`Invalid request at ${describeTextPath(problem.path) || '(body)'}: text ${problem.message}.`);
+  if (problem) throw invalid(`Invalid request at ${fieldPath(problem.path) || '(body)'}: text ${problem.message}.`);
   return next({ ctx: { ...ctx, user } });
 });
 

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readFileSync, watch, type FSWatcher } from 'node:fs';
-import { ModelEntry, type ModelListQuery } from '@loupe/shared';
+import { fieldPath, ModelEntry, type ModelListQuery } from '@loupe/shared';
 import { z } from 'zod';
 import type { Logger } from '../log.ts';
 
@@ -15,10 +15,6 @@ export type CatalogSnapshot = {
 };
 
 const CatalogFile = z.object({ data: z.array(z.unknown()) });
-
-function describe(path: PropertyKey[]): string {
-  return path.map((part) => (typeof part === 'number' ? `[${part}]` : `.${String(part)}`)).join('').replace(/^\./, '');
-}
 
 /**
  * Validates a catalog document (`{"data": [ModelEntry, ...]}`). Errors name the entry (index and
@@ -42,7 +38,7 @@ export function parseCatalog(text: string, source = 'catalog'): CatalogSnapshot 
     const parsed = ModelEntry.safeParse(raw);
     if (!parsed.success) {
       for (const issue of parsed.error.issues) {
-        const field = describe(issue.path) || (issue.code === 'unrecognized_keys' ? '(object)' : '(entry)');
+        const field = fieldPath(issue.path) || (issue.code === 'unrecognized_keys' ? '(object)' : '(entry)');
         problems.push(`${entry} field ${field}: ${issue.message}`);
       }
       return;

@@ -5,7 +5,7 @@ import { createRequire } from 'node:module';
 // from emojibase-data's CLDR labels. Loaded on first use: most servers never see a reaction.
 
 const RGI_EMOJI = /^\p{RGI_Emoji}$/v;
-const SKIN_TONE = /[\u{1F3FB}-\u{1F3FF}]/gu;
+const SKIN_TONE = /[\u{1F3FB}-\u{1F3FF}]/u;
 const PRESENTATION_SELECTORS = /[\uFE0E\uFE0F]/g;
 
 type EmojibaseEntry = { label: string; emoji: string; skins?: EmojibaseEntry[] };
@@ -70,7 +70,6 @@ function describe(text: string): Reaction | null {
   const known = index.get(key(text));
   if (!known) return null;
   const hasTone = SKIN_TONE.test(text);
-  SKIN_TONE.lastIndex = 0;
   const detoned = hasTone ? rgiForm(known.base.emoji) : text;
   return {
     emoji: text,
