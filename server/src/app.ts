@@ -19,9 +19,9 @@ function responseMeta({ errors }: { errors: readonly TRPCError[] }) {
   return first ? { headers: errorHeaders(first) } : {};
 }
 
-function onError({ error, ctx }: { error: TRPCError; ctx?: { log?: Services['log'] } | undefined }) {
+function onError({ error, ctx }: { error: TRPCError; ctx?: { log?: () => Services['log'] } | undefined }) {
   if (error.code === 'INTERNAL_SERVER_ERROR' || error.code === 'SERVICE_UNAVAILABLE') {
-    ctx?.log?.error({ err: error.cause ?? error, code: error.code }, 'request failed');
+    ctx?.log?.().error({ err: error.cause ?? error, code: error.code }, 'request failed');
   }
 }
 

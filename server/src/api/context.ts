@@ -3,7 +3,7 @@ import type { AuthFailureLimiter } from '../auth/failure-limiter.ts';
 import type { ModelCatalog } from '../catalog/catalog.ts';
 import type { Config } from '../config.ts';
 import { forkEm, type Em, type Orm } from '../db/orm.ts';
-import type { Logger } from '../log.ts';
+import { requestLog, type Logger } from '../log.ts';
 
 /** What every request can reach: long-lived parts built once at start-up. */
 export type Services = {
@@ -22,11 +22,12 @@ export type Context = {
   /** The client address failed authentications are counted against. */
   client: string;
   authorization: string | undefined;
-  log: Logger;
+  /** The request's logger (made on first use). */
+  log: () => Logger;
   res: ServerResponse;
 };
 
-type RequestWithId = IncomingMessage & { id?: string; log?: Logger; ip?: string };
+type RequestWithId = IncomingMessage & { id?: string; ip?: string };
 
 /** One context for both doors (`/trpc` and REST), so behaviour cannot differ between them. */
 export function contextFactory(services: Services) {
@@ -38,7 +39,7 @@ export function contextFactory(services: Services) {
       requestId: request.id ?? '',
       client: request.ip ?? req.socket.remoteAddress ?? 'unknown',
       authorization: req.headers.authorization,
-      log: request.log ?? services.log,
+      log: () => requestLog(req) ?? services.log,
       res,
     };
   };

@@ -1,6 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { INTERNAL_REASON } from '../api/error-policy.ts';
 import { MALFORMED_BODY, malformedJsonReason } from '../api/malformed-body.ts';
+import { requestLog } from '../log.ts';
 
 type HttpError = Error & { type?: string; status?: number; statusCode?: number };
 
@@ -34,7 +35,7 @@ export function errorHandler(error: HttpError, req: Request, res: Response, _nex
   if (status && status >= 400 && status < 500) {
     return send(req, res, status, 'BAD_REQUEST', 'The request could not be read.');
   }
-  req.log?.error({ err: error }, 'unhandled error');
+  requestLog(req)?.error({ err: error }, 'unhandled error');
   send(req, res, 500, 'INTERNAL_SERVER_ERROR', INTERNAL_REASON);
 }
 

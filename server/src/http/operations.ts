@@ -5,6 +5,7 @@ import { getAbsoluteFSPath } from 'swagger-ui-dist';
 import { RETRY_AFTER_UNAVAILABLE_SECONDS, UNAVAILABLE_REASON } from '../api/error-policy.ts';
 import { openApiDocument } from '../api/openapi.ts';
 import type { Orm } from '../db/orm.ts';
+import { requestLog } from '../log.ts';
 import type { Metrics } from './metrics.ts';
 
 const DOCS_INDEX = `<!doctype html>
@@ -34,7 +35,7 @@ export function operationsRouter(orm: Orm, metrics: Metrics): Router {
       await orm.em.getConnection().execute('select 1');
       res.json({ status: 'ready' });
     } catch (error) {
-      req.log?.warn({ err: (error as Error).message }, 'database not reachable');
+      requestLog(req)?.warn({ err: (error as Error).message }, 'database not reachable');
       res
         .status(503)
         .setHeader('Retry-After', String(RETRY_AFTER_UNAVAILABLE_SECONDS))

@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
-import type { Logger } from '../log.ts';
+import { bindRequestLog, type Logger } from '../log.ts';
 import type { Metrics } from './metrics.ts';
 import { newId } from '../domain/ids.ts';
 
@@ -8,13 +8,12 @@ const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 declare module 'node:http' {
   interface IncomingMessage {
     id?: string;
-    log?: Logger;
   }
 }
 
 /**
  * Gives each request its id (the client's `X-Request-Id` when it is sane, else a new UUIDv7), a
- * logger that carries it and the `X-Request-Id` response header; when the answer is sent, one
+ * logger that carries it (`requestLog`) and the `X-Request-Id` response header; when the answer is sent, one
  * access-log line and the request metrics (one listener for both: this runs for every request).
  */
 export function requestContext(log: Logger, metrics: Metrics, routeOf: (method: string, path: string) => string) {
@@ -23,9 +22,7 @@ export function requestContext(log: Logger, metrics: Metrics, routeOf: (method: 
     const id = typeof offered === 'string' && CLIENT_REQUEST_ID.test(offered) ? offered : newId();
     const started = process.hrtime.bigint();
     req.id = id;
-    // Most requests log only their access line: the child logger is made when something asks.
-    let child: Logger | undefined;
-    Object.defineProperty(req, 'log', { get: () => (child ??= log.child({ request_id: id })), configurable: true });
+    bindRequestLog(req, log);
     res.setHeader('X-Request-Id', id);
     res.on('finish', () => {
       const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
