@@ -10,7 +10,7 @@ import { deferMalformedJson, errorHandler, notFound, requireJsonBody } from './h
 import { Metrics } from './http/metrics.ts';
 import { modelListHttp } from './http/model-list.ts';
 import { operationsRouter } from './http/operations.ts';
-import { requestContext } from './http/request-context.ts';
+import { RequestContext } from './http/request-context.ts';
 import { routeNamer } from './http/routes.ts';
 
 function responseMeta({ errors }: { errors: readonly TRPCError[] }) {
@@ -25,8 +25,11 @@ function onError({ error, ctx }: { error: TRPCError; ctx?: { log?: () => Service
   }
 }
 
-/** The Express application: operations routes, the typed door at /trpc, and the REST door. */
-export function createApp(services: Services) {
+/**
+ * The Express application: operations routes, the typed door at /trpc, and the REST door; and
+ * `drained`, which resolves once every response begun so far has written its access line.
+ */
+export function createApp(services: Services): { app: express.Express; drained: () => Promise<void> } {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -34,7 +37,8 @@ export function createApp(services: Services) {
   const createContext = contextFactory(services);
   const metrics = new Metrics(services.orm, services.config.databaseUrl);
 
-  app.use(requestContext(services.log, metrics, routeNamer()));
+  const requests = new RequestContext(services.log, metrics, routeNamer());
+  app.use(requests.middleware);
   app.use(modelListHttp(services.catalog, (req, res) => createContext({ req, res })));
   app.use(operationsRouter(services.orm, metrics));
   app.use(requireJsonBody);
@@ -63,5 +67,5 @@ export function createApp(services: Services) {
   app.use((req, res, next) => rest(req, res, next));
   app.use(notFound);
   app.use(errorHandler);
-  return app;
+  return { app, drained: () => requests.drained() };
 }

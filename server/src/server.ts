@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AuthFailureLimiter } from './auth/failure-limiter.ts';
 import { ModelCatalog } from './catalog/catalog.ts';
@@ -27,15 +27,8 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     authFailures: new AuthFailureLimiter(config.limits.authFailuresPerMinute),
   };
   if (config.watchCatalog) catalog.watch();
-  const app = createApp(services);
+  const { app, drained } = createApp(services);
   const server: Server = app.listen(config.port, config.host);
-  // Responses still being written: shutdown waits for them (their access-log line and metrics are
-  // written on 'finish', which can come after the server's own close callback).
-  const inFlight = new Set<ServerResponse>();
-  server.on('request', (_req: IncomingMessage, res: ServerResponse) => {
-    inFlight.add(res);
-    res.once('close', () => inFlight.delete(res));
-  });
   // Keep idle connections longer than the usual 60 s of load balancers and client pools, so that
   // the server is never the side that closes a connection a client is about to reuse.
   server.keepAliveTimeout = 65_000;
@@ -57,7 +50,9 @@ export async function startServer(config: Config, log: Logger = createLogger(con
         server.closeAllConnections();
       }, config.shutdownTimeoutMs);
       await closed;
-      await Promise.all([...inFlight].map((res) => (res.closed ? undefined : once(res, 'close'))));
+      // A response's access line and metrics are written when it closes, which can come after
+      // the server's own close callback.
+      await drained();
       clearTimeout(timer);
       catalog.close();
       await orm.close(true);

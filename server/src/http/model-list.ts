@@ -18,9 +18,12 @@ type Representation = { body: Buffer; etag: string; headers: Record<string, stri
  * Filter values the schema rejects fall through to the procedure's REST route for the usual 400.
  */
 export function modelListHttp(catalog: ModelCatalog, contextFor: (req: Request, res: Response) => Context) {
-  let cache = new Map<string, Representation>();
+  // The answer to the plain poll (no query string) is kept apart: it needs no key at all.
+  let plain: Representation | undefined;
+  let filtered = new Map<string, Representation>();
   catalog.onChange(() => {
-    cache = new Map();
+    plain = undefined;
+    filtered = new Map();
   });
 
   const send = (req: Request, res: Response, representation: Representation) => {
@@ -31,11 +34,14 @@ export function modelListHttp(catalog: ModelCatalog, contextFor: (req: Request, 
     res.writeHead(200, representation.headers).end(req.method === 'HEAD' ? undefined : representation.body);
   };
 
-  const produce = async (req: Request, res: Response, key: string, query: ModelListQuery) => {
+  const produce = async (req: Request, res: Response, query: ModelListQuery | undefined): Promise<Representation> => {
     const version = catalog.snapshot.version;
-    const list = await createCaller(contextFor(req, res)).models.list(query);
+    const list = await createCaller(contextFor(req, res)).models.list(query ?? {});
     const representation = represent(Buffer.from(JSON.stringify(list)));
-    if (version === catalog.snapshot.version) cache.set(key, representation);
+    if (version === catalog.snapshot.version) {
+      if (query) filtered.set(keyOf(version, query), representation);
+      else plain = representation;
+    }
     return representation;
   };
 
@@ -47,8 +53,7 @@ export function modelListHttp(catalog: ModelCatalog, contextFor: (req: Request, 
       return;
     }
     if (req.method !== 'GET' && req.method !== 'HEAD') return next();
-    // The common poll has no query string: no parsing at all.
-    let query: ModelListQuery = {};
+    let query: ModelListQuery | undefined;
     if (req.url.includes('?')) {
       // An empty value (`?feature=`) is no filter, as the REST adapter behind this route reads it;
       // otherwise such a poll would fall through and be answered without ETag or Cache-Control.
@@ -56,11 +61,14 @@ export function modelListHttp(catalog: ModelCatalog, contextFor: (req: Request, 
       if (!parsed.success) return next();
       query = parsed.data;
     }
-    const key = `${catalog.snapshot.version}?${JSON.stringify(query, Object.keys(query).sort())}`;
-    const cached = cache.get(key);
+    const cached = query ? filtered.get(keyOf(catalog.snapshot.version, query)) : plain;
     if (cached) return send(req, res, cached);
-    produce(req, res, key, query).then((representation) => send(req, res, representation), next);
+    produce(req, res, query).then((representation) => send(req, res, representation), next);
   };
+}
+
+function keyOf(version: string, query: ModelListQuery): string {
+  return `${version}?${JSON.stringify(query, Object.keys(query).sort())}`;
 }
 
 const PREFLIGHT_HEADERS = {

@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
 import { bindRequestLog, type Logger } from '../log.ts';
 import type { Metrics } from './metrics.ts';
@@ -11,28 +12,76 @@ declare module 'node:http' {
   }
 }
 
+// What the close listener needs, kept on the response as plain data: one shared listener
+// function instead of a closure per request (this runs for every request, polls included).
+const STARTED = Symbol('loupe.started');
+const CONTEXT = Symbol('loupe.requestContext');
+type Tracked = ServerResponse & { req: Request; [STARTED]: number; [CONTEXT]: RequestContext };
+
 /**
  * Gives each request its id (the client's `X-Request-Id` when it is sane, else a new UUIDv7), a
- * logger that carries it (`requestLog`) and the `X-Request-Id` response header; when the answer is sent, one
- * access-log line and the request metrics (one listener for both: this runs for every request).
+ * logger that carries it (`requestLog`) and the `X-Request-Id` response header; when the response
+ * is done, one access-log line and the request metrics. It also counts the responses not done yet,
+ * so that shutdown can wait for their log lines.
  */
-export function requestContext(log: Logger, metrics: Metrics, routeOf: (method: string, path: string) => string) {
-  return (req: Request, res: Response, next: NextFunction) => {
+export class RequestContext {
+  #open = 0;
+  #drained: (() => void) | undefined;
+  readonly #log: Logger;
+  readonly #metrics: Metrics;
+  readonly #routeOf: (method: string, path: string) => string;
+
+  constructor(log: Logger, metrics: Metrics, routeOf: (method: string, path: string) => string) {
+    this.#log = log;
+    this.#metrics = metrics;
+    this.#routeOf = routeOf;
+  }
+
+  readonly middleware = (req: Request, res: Response, next: NextFunction): void => {
     const offered = req.headers['x-request-id'];
     const id = typeof offered === 'string' && CLIENT_REQUEST_ID.test(offered) ? offered : newId();
-    const started = process.hrtime.bigint();
     req.id = id;
-    bindRequestLog(req, log);
+    bindRequestLog(req, this.#log);
     res.setHeader('X-Request-Id', id);
-    res.on('finish', () => {
-      const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
-      metrics.observe(req.method, routeOf(req.method, req.path), res.statusCode, durationMs / 1000);
-      const level = res.statusCode >= 500 ? 'error' : 'info';
-      log[level](
-        { request_id: id, method: req.method, url: req.originalUrl, status: res.statusCode, duration_ms: Math.round(durationMs * 1000) / 1000 },
-        'request',
-      );
-    });
+    const tracked = res as unknown as Tracked;
+    tracked[STARTED] = performance.now();
+    tracked[CONTEXT] = this;
+    this.#open++;
+    // 'close' comes after 'finish', and also when the client went away before the answer was sent.
+    res.once('close', onClose);
     next();
   };
+
+  /** Resolves once every response begun so far has written its access line. */
+  drained(): Promise<void> {
+    if (this.#open === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const previous = this.#drained;
+      this.#drained = () => {
+        previous?.();
+        resolve();
+      };
+    });
+  }
+
+  done(res: Tracked): void {
+    const req = res.req;
+    const durationMs = performance.now() - res[STARTED];
+    // A response cut off before it was complete is logged with status 499 (client closed request).
+    const status = res.writableFinished ? res.statusCode : 499;
+    this.#metrics.observe(req.method, this.#routeOf(req.method, req.path), status, durationMs / 1000);
+    this.#log[status >= 500 ? 'error' : 'info'](
+      { request_id: req.id, method: req.method, url: req.originalUrl, status, duration_ms: Math.round(durationMs * 1000) / 1000 },
+      'request',
+    );
+    if (--this.#open === 0 && this.#drained) {
+      const drained = this.#drained;
+      this.#drained = undefined;
+      drained();
+    }
+  }
+}
+
+function onClose(this: Tracked): void {
+  this[CONTEXT].done(this);
 }

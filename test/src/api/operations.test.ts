@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeEachBackend } from '../harness/backends.ts';
@@ -134,5 +135,24 @@ describeEachBackend('operations', (backend) => {
     expect(server.logs.filter((l) => l.request_id === 'test-req-2' && 'status' in l)).toEqual([
       expect.objectContaining({ method: 'GET', url: '/me', status: 401 }),
     ]);
+  });
+
+  it('logs a request the client abandoned before the answer once, with status 499', async () => {
+    // Half a body, then the client goes away: the server never answers this request.
+    const { port } = new URL(server.url);
+    const socket = connect(Number(port), '127.0.0.1');
+    await new Promise((resolve) => socket.once('connect', resolve));
+    socket.write(
+      'POST /feedback/batch/create HTTP/1.1\r\nHost: x\r\nX-Request-Id: test-abandoned\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"batch":',
+    );
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    socket.destroy();
+    const deadline = Date.now() + 2000;
+    const lines = () => server.logs.filter((l) => l.request_id === 'test-abandoned' && 'status' in l);
+    while (lines().length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(lines()).toEqual([expect.objectContaining({ method: 'POST', url: '/feedback/batch/create', status: 499 })]);
+    const metrics = (await rest(server, 'GET', '/metrics')).text;
+    expect(sample(metrics, 'loupe_http_requests_total{method="POST",route="/feedback/batch/create",status="499"}')).toBe(1);
   });
 });
