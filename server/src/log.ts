@@ -17,18 +17,64 @@ function isoTime(): string {
 export type LogSink = { logger: Logger; flush(): void };
 
 /**
- * Structured JSON logs on stdout; each request's lines carry its `request_id`. Lines are written
- * in 4 KiB chunks and at least every 250 ms rather than one write per line (a crash can lose the
- * last quarter second; shutdown flushes).
+ * Structured JSON logs on stdout; each request's lines carry its `request_id`. Lines are handed
+ * to the output in one batch per turn of the event loop (a crash loses at most that turn's lines;
+ * shutdown flushes).
  */
 export function createLogger(level: string): Logger {
   return createLogSink(level).logger;
 }
 
 export function createLogSink(level: string): LogSink {
-  const destination = pino.destination({ dest: 1, minLength: 4096, sync: false, periodicFlush: 250 } as Parameters<typeof pino.destination>[0]);
-  const logger = pino({ level, base: { service: 'loupe' }, timestamp: isoTime }, destination);
-  return { logger, flush: () => destination.flushSync() };
+  const batches = new LineBatches(pino.destination({ dest: 1, sync: false }));
+  const logger = pino({ level, base: { service: 'loupe' }, timestamp: isoTime }, batches);
+  return { logger, flush: () => batches.flushSync() };
+}
+
+type Destination = ReturnType<typeof pino.destination>;
+
+/**
+ * Collects lines and writes them to the destination together. sonic-boom measures the byte length
+ * of its whole pending chunk on every write, so line by line under load an access-log line cost
+ * ~3.9 µs; batched it costs ~1 µs (formatting included), a sixth of a model-list poll's CPU.
+ */
+class LineBatches {
+  readonly #out: Destination;
+  #lines: string[] = [];
+  #chars = 0;
+  #scheduled = false;
+  readonly #flushTurn = () => {
+    this.#scheduled = false;
+    this.flush();
+  };
+
+  constructor(out: Destination) {
+    this.#out = out;
+  }
+
+  write(line: string): boolean {
+    this.#lines.push(line);
+    this.#chars += line.length;
+    if (this.#chars >= 64 * 1024) this.flush();
+    else if (!this.#scheduled) {
+      this.#scheduled = true;
+      setImmediate(this.#flushTurn).unref();
+    }
+    return true;
+  }
+
+  flush(): void {
+    if (this.#lines.length === 0) return;
+    const text = this.#lines.join('');
+    this.#lines = [];
+    this.#chars = 0;
+    this.#out.write(text);
+  }
+
+  flushSync(): void {
+    this.flush();
+    this.#out.flushSync();
+  }
 }
 
 // A request's logger lives on the request under symbols, as plain data: an accessor defined on
