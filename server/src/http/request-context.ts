@@ -48,7 +48,7 @@ export class RequestContext {
     tracked[CONTEXT] = this;
     this.#open++;
     // 'close' comes after 'finish', and also when the client went away before the answer was sent.
-    res.once('close', onClose);
+    res.on('close', onClose);
     next();
   };
 
