@@ -11,6 +11,7 @@ import { Metrics } from './http/metrics.ts';
 import { modelListHttp } from './http/model-list.ts';
 import { operationsRouter } from './http/operations.ts';
 import { RequestContext } from './http/request-context.ts';
+import { skipBodyReserialisation } from './http/rest-body.ts';
 import { routeNamer } from './http/routes.ts';
 
 function responseMeta({ errors }: { errors: readonly TRPCError[] }) {
@@ -64,6 +65,7 @@ export function createApp(services: Services): { app: express.Express; drained: 
     onError,
     maxBodySize: services.config.limits.bodyBytes,
   } as Parameters<typeof createOpenApiNodeHttpHandler>[0]);
+  app.use(skipBodyReserialisation);
   app.use((req, res, next) => rest(req, res, next));
   app.use(notFound);
   app.use(errorHandler);

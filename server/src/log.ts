@@ -17,20 +17,28 @@ function isoTime(): string {
 export type LogSink = { logger: Logger; flush(): void };
 
 /**
- * Structured JSON logs on stdout; each request's lines carry its `request_id`. Lines are handed
- * to the output in batches, at least every 100 ms (a crash loses at most that; shutdown flushes).
+ * Structured JSON logs on stdout; each request's lines carry its `request_id`. Lines are written
+ * in batches, at least every 100 ms, and all of them when the process exits (a crash that kills
+ * the process outright can lose the last 100 ms).
  */
 export function createLogger(level: string): Logger {
   return createLogSink(level).logger;
 }
 
 export function createLogSink(level: string): LogSink {
-  const batches = new LineBatches(pino.destination({ dest: 1, sync: false }));
+  // Synchronous writes (pino's default): with batching they are few, and exit can flush them.
+  const batches = new LineBatches(pino.destination({ dest: 1, sync: true }));
+  flushedAtExit.add(batches);
   const logger = pino({ level, base: { service: 'loupe' }, timestamp: isoTime }, batches);
   return { logger, flush: () => batches.flushSync() };
 }
 
 type Destination = ReturnType<typeof pino.destination>;
+
+const flushedAtExit = new Set<LineBatches>();
+process.once('exit', () => {
+  for (const batches of flushedAtExit) batches.flushSync();
+});
 
 const FLUSH_EVERY_MS = 100;
 const FLUSH_AT_CHARS = 64 * 1024;
@@ -63,14 +71,17 @@ class LineBatches {
     return true;
   }
 
-  flush(): void {
+  /** Writes the lines collected so far (pino calls this as the stream's flush). */
+  flush(done?: (error?: Error) => void): void {
     clearTimeout(this.#timer);
     this.#timer = undefined;
-    if (this.#lines.length === 0) return;
-    const text = this.#lines.join('');
-    this.#lines = [];
-    this.#chars = 0;
-    this.#out.write(text);
+    if (this.#lines.length > 0) {
+      const text = this.#lines.join('');
+      this.#lines = [];
+      this.#chars = 0;
+      this.#out.write(text);
+    }
+    done?.();
   }
 
   flushSync(): void {

@@ -120,21 +120,34 @@ function rowValues(p: Prepared, userId: string, at: unknown): unknown[] {
 }
 
 const ON_CONFLICT = 'on conflict (project_id, id) do nothing returning id';
-const PG_COLUMN_TYPES = ['text', 'text', 'text', 'text', 'jsonb', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'timestamptz', 'text'];
 
 /**
- * The insert of a chunk of rows. PostgreSQL gets one array per column and `unnest`: a short
- * statement whatever the chunk size, so the server parses and plans almost nothing per batch.
- * SQLite gets a multi-row VALUES statement, prepared once per chunk size and cached.
+ * PostgreSQL reads a chunk as one JSON document of the per-row columns (jsonb_to_recordset), with
+ * the caller and the time, the same for every row, as two more parameters: a short statement
+ * whatever the chunk size, and the driver sends one string instead of quoting each value of
+ * fourteen arrays (that serialisation was a tenth of the server's CPU at batch 1,000).
+ */
+const PG_INSERT = `insert into feedback (${COLUMNS.join(', ')})
+  select r.project_id, r.id, r.svc_ref, r.feedback_type, r.payload, r.creator, r.annotation_ref, r.runnable_ref,
+         r.call_ref, r.trigger_ref, r.queue_id, ?::text, ?::timestamptz, r.request_hash
+    from jsonb_to_recordset(?::jsonb) as r(project_id text, id text, svc_ref text, feedback_type text, payload jsonb,
+         creator text, annotation_ref text, runnable_ref text, call_ref text, trigger_ref text, queue_id text, request_hash text)
+  ${ON_CONFLICT}`;
+
+/**
+ * The insert of a chunk of rows. SQLite gets a multi-row VALUES statement, prepared once per
+ * chunk size and cached.
  */
 function insertStatement(em: Em, chunk: readonly Prepared[], userId: string, at: unknown): [string, unknown[]] {
-  const rows = chunk.map((p) => rowValues(p, userId, at));
   if (onPostgres(em)) {
-    const columns = COLUMNS.map((_, c) => rows.map((row) => row[c]));
-    const arrays = PG_COLUMN_TYPES.map((type) => `?::${type}[]`).join(', ');
-    return [`insert into feedback (${COLUMNS.join(', ')}) select * from unnest(${arrays}) ${ON_CONFLICT}`, columns];
+    const records = chunk.map(({ projectId, id, element: e, payload, queueId, hash }) => ({
+      project_id: projectId, id, svc_ref: e.svc_ref, feedback_type: e.feedback_type, payload, creator: e.creator ?? null,
+      annotation_ref: e.annotation_ref ?? null, runnable_ref: e.runnable_ref ?? null, call_ref: e.call_ref ?? null,
+      trigger_ref: e.trigger_ref ?? null, queue_id: queueId, request_hash: hash,
+    }));
+    return [PG_INSERT, [userId, at, JSON.stringify(records)]];
   }
-  return [`insert into feedback (${COLUMNS.join(', ')}) values ${chunk.map(() => ROW_PLACEHOLDERS).join(', ')} ${ON_CONFLICT}`, rows.flat()];
+  return [`insert into feedback (${COLUMNS.join(', ')}) values ${chunk.map(() => ROW_PLACEHOLDERS).join(', ')} ${ON_CONFLICT}`, chunk.flatMap((p) => rowValues(p, userId, at))];
 }
 
 type StoredResult = { id: string; project_id: string; request_hash: string; created_at: unknown; svc_user_id: string; payload: unknown };

@@ -1,6 +1,8 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { dialectOf, type Orm } from '../db/orm.ts';
 
+type Child = { count: () => void; observe: (seconds: number) => void };
+
 /** Prometheus metrics: requests and latency by route template and status, and the database pool. */
 export class Metrics {
   readonly registry = new Registry();
@@ -48,18 +50,22 @@ export class Metrics {
     });
   }
 
-  // prom-client validates label objects on every call; the labelled children are kept instead.
-  readonly #children = new Map<string, { count: () => void; observe: (seconds: number) => void }>();
+  // prom-client validates and hashes label objects on every call; the labelled children are kept
+  // instead, by method, route template and status (all bounded), with no key built per call.
+  readonly #children = new Map<string, Map<string, Map<number, Child>>>();
 
   /** Counts one answered request and its latency. */
   observe(method: string, route: string, status: number, seconds: number): void {
-    const key = `${method} ${route} ${status}`;
-    let child = this.#children.get(key);
+    let byRoute = this.#children.get(method);
+    if (!byRoute) this.#children.set(method, (byRoute = new Map()));
+    let byStatus = byRoute.get(route);
+    if (!byStatus) byRoute.set(route, (byStatus = new Map()));
+    let child = byStatus.get(status);
     if (!child) {
       const counter = this.#requests.labels(method, route, String(status));
       const histogram = this.#duration.labels(method, route, String(status));
       child = { count: () => counter.inc(), observe: (value) => histogram.observe(value) };
-      this.#children.set(key, child);
+      byStatus.set(status, child);
     }
     child.observe(seconds);
     child.count();

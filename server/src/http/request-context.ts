@@ -1,8 +1,8 @@
 import type { ServerResponse } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
+import { newId } from '../domain/ids.ts';
 import { bindRequestLog, type Logger } from '../log.ts';
 import type { Metrics } from './metrics.ts';
-import { newId } from '../domain/ids.ts';
 
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -52,7 +52,10 @@ export class RequestContext {
     next();
   };
 
-  /** Resolves once every response begun so far has written its access line. */
+  /**
+   * Resolves once no response is open: every access line is written. Shutdown calls it after the
+   * server stopped accepting, so no new response can keep it waiting.
+   */
   drained(): Promise<void> {
     if (this.#open === 0) return Promise.resolve();
     return new Promise((resolve) => {
@@ -65,19 +68,26 @@ export class RequestContext {
   }
 
   done(res: Tracked): void {
-    const req = res.req;
-    const durationMs = performance.now() - res[STARTED];
-    // A response cut off before it was complete is logged with status 499 (client closed request).
-    const status = res.writableFinished ? res.statusCode : 499;
-    this.#metrics.observe(req.method, this.#routeOf(req.method, req.path), status, durationMs / 1000);
-    this.#log[status >= 500 ? 'error' : 'info'](
-      { request_id: req.id, method: req.method, url: req.originalUrl, status, duration_ms: Math.round(durationMs * 1000) / 1000 },
-      'request',
-    );
-    if (--this.#open === 0 && this.#drained) {
-      const drained = this.#drained;
-      this.#drained = undefined;
-      drained();
+    try {
+      const req = res.req;
+      const durationMs = performance.now() - res[STARTED];
+      // A connection closed before the response was complete (the client went away, or shutdown
+      // cut it off) is logged with status 499, as nginx does.
+      const status = res.writableFinished ? res.statusCode : 499;
+      // The original URL: a mounted router (/trpc) has taken its prefix off req.path by now.
+      const url = req.originalUrl;
+      const query = url.indexOf('?');
+      this.#metrics.observe(req.method, this.#routeOf(req.method, query < 0 ? url : url.slice(0, query)), status, durationMs / 1000);
+      this.#log[status >= 500 ? 'error' : 'info'](
+        { request_id: req.id, method: req.method, url, status, duration_ms: Math.round(durationMs * 1000) / 1000 },
+        'request',
+      );
+    } finally {
+      if (--this.#open === 0 && this.#drained) {
+        const drained = this.#drained;
+        this.#drained = undefined;
+        drained();
+      }
     }
   }
 }

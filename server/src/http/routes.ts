@@ -15,15 +15,23 @@ export function routeNamer(): (method: string, path: string) => string {
     })),
   );
   const procedures = new Set<string>();
-  // Paths repeat (polls, health checks); ids make them unbounded, so the memory is capped.
-  const seen = new Map<string, string>();
+  // Paths repeat (polls, health checks); ids make them unbounded, so the memory is capped. Keyed
+  // by method, then path: no key string is built per request.
+  const seen = new Map<string, Map<string, string>>();
+  let remembered = 0;
   return (method, path) => {
-    const key = `${method} ${path}`;
-    let route = seen.get(key);
+    let paths = seen.get(method);
+    if (paths === undefined) seen.set(method, (paths = new Map()));
+    let route = paths.get(path);
     if (route === undefined) {
       route = name(method, path);
-      if (seen.size >= 5000) seen.clear();
-      seen.set(key, route);
+      if (remembered >= 5000) {
+        seen.clear();
+        seen.set(method, (paths = new Map()));
+        remembered = 0;
+      }
+      paths.set(path, route);
+      remembered++;
     }
     return route;
   };

@@ -2,7 +2,7 @@ import { connect } from 'node:net';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeEachBackend } from '../harness/backends.ts';
-import { createUser, rest } from '../harness/http.ts';
+import { client, createUser, rest } from '../harness/http.ts';
 import { startTestServer, type TestServer } from '../harness/server.ts';
 
 const MODELS = '/inference/router/partner/models';
@@ -44,6 +44,7 @@ describeEachBackend('operations', (backend) => {
     expect(created.status).toBe(200);
     expect((await rest(server, 'GET', `/calls/${callId}?project_id=acme/ops`, { key: user.api_key })).status).toBe(200);
     expect((await rest(server, 'GET', '/calls/no-such-call?project_id=acme/ops', { key: user.api_key })).status).toBe(404);
+    await client(server, user.api_key).me.read.query({});
 
     const reply = await rest(server, 'GET', '/metrics');
     expect(reply.status).toBe(200);
@@ -55,6 +56,8 @@ describeEachBackend('operations', (backend) => {
     expect(sample(metrics, 'loupe_http_requests_total{method="GET",route="/calls/{call_id}",status="200"}')).toBe(1);
     expect(sample(metrics, 'loupe_http_requests_total{method="GET",route="/calls/{call_id}",status="404"}')).toBe(1);
     expect(sample(metrics, 'loupe_http_requests_total{method="POST",route="/calls/batch/create",status="200"}')).toBe(1);
+    // The typed door is labelled by procedure.
+    expect(sample(metrics, 'loupe_http_requests_total{method="GET",route="/trpc/me.read",status="200"}')).toBe(1);
     expect(metrics).not.toContain(callId);
     expect(metrics).not.toContain('no-such-call');
     expect(metrics).toMatch(new RegExp(`^loupe_http_request_duration_seconds_bucket\\{le="0\\.005",method="GET",route="${MODELS}",status="200"\\} \\d+$`, 'm'));
