@@ -111,4 +111,13 @@ describeEachBackend('strict input through both doors', (backend) => {
     expect(reply.status, reply.text).toBe(200);
     expect(reply.body.queue.id).toBe(queueId);
   });
+
+  it('refuses a REST body field named toJSON like any unknown field (the body is marked with a non-enumerable toJSON)', async () => {
+    const reply = await rest(server, 'POST', '/annotation_queues', { key: member.api_key, body: { project_id: projectId, name: 'q2', toJSON: 1 } });
+    expect(reply.status, reply.text).toBe(400);
+    expect(reply.body.reason).toContain('toJSON');
+    const queues = await rest(server, 'POST', '/annotation_queues/query', { key: member.api_key, body: { project_id: projectId } });
+    expect(queues.status, queues.text).toBe(200);
+    expect(queues.body.queues.map((q: { name: string }) => q.name)).not.toContain('q2');
+  });
 });
