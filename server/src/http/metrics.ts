@@ -1,30 +1,16 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { dialectOf, type Orm } from '../db/orm.ts';
-
-type Child = { count: () => void; observe: (seconds: number) => void };
+import { RequestSeries } from './request-series.ts';
 
 /** Prometheus metrics: requests and latency by route template and status, and the database pool. */
 export class Metrics {
   readonly registry = new Registry();
-  readonly #requests: Counter<'method' | 'route' | 'status'>;
-  readonly #duration: Histogram<'method' | 'route' | 'status'>;
+  readonly #requests = new RequestSeries();
 
   constructor(orm: Orm, databaseUrl: string) {
     const postgres = dialectOf(databaseUrl) === 'postgresql';
     collectDefaultMetrics({ register: this.registry, prefix: 'loupe_' });
-    this.#requests = new Counter({
-      name: 'loupe_http_requests_total',
-      help: 'HTTP requests answered, by method, route template and status',
-      labelNames: ['method', 'route', 'status'],
-      registers: [this.registry],
-    });
-    this.#duration = new Histogram({
-      name: 'loupe_http_request_duration_seconds',
-      help: 'HTTP request latency, by method, route template and status',
-      labelNames: ['method', 'route', 'status'],
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-      registers: [this.registry],
-    });
+    for (const metric of this.#requests.metrics()) this.registry.registerMetric(metric);
     new Gauge({
       name: 'loupe_db_pool_connections',
       help: 'Database pool connections by state (PostgreSQL; SQLite reports its single connection as total 1)',
@@ -50,24 +36,8 @@ export class Metrics {
     });
   }
 
-  // prom-client validates and hashes label objects on every call; the labelled children are kept
-  // instead, by method, route template and status (all bounded), with no key built per call.
-  readonly #children = new Map<string, Map<string, Map<number, Child>>>();
-
   /** Counts one answered request and its latency. */
   observe(method: string, route: string, status: number, seconds: number): void {
-    let byRoute = this.#children.get(method);
-    if (!byRoute) this.#children.set(method, (byRoute = new Map()));
-    let byStatus = byRoute.get(route);
-    if (!byStatus) byRoute.set(route, (byStatus = new Map()));
-    let child = byStatus.get(status);
-    if (!child) {
-      const counter = this.#requests.labels(method, route, String(status));
-      const histogram = this.#duration.labels(method, route, String(status));
-      child = { count: () => counter.inc(), observe: (value) => histogram.observe(value) };
-      byStatus.set(status, child);
-    }
-    child.observe(seconds);
-    child.count();
+    this.#requests.observe(method, route, status, seconds);
   }
 }
