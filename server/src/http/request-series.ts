@@ -8,8 +8,8 @@ type Series = { labels: Labels; count: number; sum: number; buckets: Float64Arra
 /**
  * Request counts and latency by method, route template and status, counted in-process and handed
  * to the registry as a counter and a histogram when /metrics is read. prom-client's own metrics
- * validate and hash their labels on every observation, even through labelled children: that was
- * a tenth of the model list's throughput. Here a request is three map lookups and four additions.
+ * validate and hash their labels on every observation, even through labelled children: that cost
+ * the model list ~7% of its throughput. Here a request is three map lookups and a few additions.
  */
 export class RequestSeries {
   readonly #series = new Map<string, Map<string, Map<number, Series>>>();
