@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { TRPCError } from '@trpc/server';
 import { createExpressMiddleware } from '@trpc/server/adapters/express';
 import express from 'express';
@@ -27,10 +27,12 @@ function onError({ error, ctx }: { error: TRPCError; ctx?: { log?: () => Service
 }
 
 /**
- * The Express application: operations routes, the typed door at /trpc, and the REST door; and
- * `drained`, which resolves once every response begun so far has written its access line.
+ * The HTTP server's request listener: every request is tracked (id, access line, metrics); the
+ * plain model-list poll is answered from kept bytes; everything else goes to the Express
+ * application (operations routes, the typed door at /trpc, the REST door). `drained` resolves once
+ * every response begun so far has written its access line.
  */
-export function createApp(services: Services): { app: express.Express; drained: () => Promise<void> } {
+export function createApp(services: Services): { listener: RequestListener; drained: () => Promise<void> } {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -39,8 +41,8 @@ export function createApp(services: Services): { app: express.Express; drained: 
   const metrics = new Metrics(services.orm, services.config.databaseUrl);
 
   const requests = new RequestContext(services.log, metrics, routeNamer());
-  app.use(requests.middleware);
-  app.use(modelListHttp(services.catalog, (req, res) => createContext({ req, res })));
+  const modelList = modelListHttp(services.catalog, (req, res) => createContext({ req, res }));
+  app.use(modelList.middleware);
   app.use(operationsRouter(services.orm, metrics));
   app.use(requireJsonBody);
   app.use(express.json({ limit: services.config.limits.bodyBytes, strict: true }));
@@ -69,5 +71,9 @@ export function createApp(services: Services): { app: express.Express; drained: 
   app.use((req, res, next) => rest(req, res, next));
   app.use(notFound);
   app.use(errorHandler);
-  return { app, drained: () => requests.drained() };
+  const listener: RequestListener = (req, res) => {
+    requests.track(req, res);
+    if (!modelList.answerPoll(req, res)) app(req, res);
+  };
+  return { listener, drained: () => requests.drained() };
 }

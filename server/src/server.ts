@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AuthFailureLimiter } from './auth/failure-limiter.ts';
 import { ModelCatalog } from './catalog/catalog.ts';
@@ -27,8 +27,8 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     authFailures: new AuthFailureLimiter(config.limits.authFailuresPerMinute),
   };
   if (config.watchCatalog) catalog.watch();
-  const { app, drained } = createApp(services);
-  const server: Server = app.listen(config.port, config.host);
+  const { listener, drained } = createApp(services);
+  const server: Server = createServer(listener).listen(config.port, config.host);
   // Keep idle connections longer than the usual 60 s of load balancers and client pools, so that
   // the server is never the side that closes a connection a client is about to reuse.
   server.keepAliveTimeout = 65_000;

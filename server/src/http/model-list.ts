@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
 import { ModelListQuery } from '@loupe/shared';
 import type { Context } from '../api/context.ts';
@@ -16,6 +17,10 @@ type Representation = { body: Buffer; etag: string; headers: Record<string, stri
  * answer is produced once per catalog version by calling the procedure itself (same schema, same
  * output validation) and kept as bytes with a strong ETag; polls are then a header comparison.
  * Filter values the schema rejects fall through to the procedure's REST route for the usual 400.
+ *
+ * `answerPoll` answers the plain poll from its kept bytes before Express sees the request (Express
+ * gives every request it handles new prototypes: a fifth of a poll's cost); `middleware` answers
+ * everything else on this path, and produces what is kept.
  */
 export function modelListHttp(catalog: ModelCatalog, contextFor: (req: Request, res: Response) => Context) {
   // The answer to the plain poll (no query string) is kept apart: it needs no key at all.
@@ -26,7 +31,7 @@ export function modelListHttp(catalog: ModelCatalog, contextFor: (req: Request, 
     filtered = new Map();
   });
 
-  const send = (req: Request, res: Response, representation: Representation) => {
+  const send = (req: IncomingMessage, res: ServerResponse, representation: Representation) => {
     if (matches(req.headers['if-none-match'], representation.etag)) {
       res.writeHead(304, representation.notModifiedHeaders).end();
       return;
@@ -45,7 +50,14 @@ export function modelListHttp(catalog: ModelCatalog, contextFor: (req: Request, 
     return representation;
   };
 
-  return (req: Request, res: Response, next: NextFunction) => {
+  const answerPoll = (req: IncomingMessage, res: ServerResponse): boolean => {
+    if (plain === undefined || req.url !== MODEL_LIST_PATH || (req.method !== 'GET' && req.method !== 'HEAD')) return false;
+    res.setHeader('Access-Control-Allow-Origin', '*');
+    send(req, res, plain);
+    return true;
+  };
+
+  const middleware = (req: Request, res: Response, next: NextFunction) => {
     if (!PATH.test(req.path)) return next();
     res.setHeader('Access-Control-Allow-Origin', '*');
     if (req.method === 'OPTIONS') {
@@ -65,6 +77,8 @@ export function modelListHttp(catalog: ModelCatalog, contextFor: (req: Request, 
     if (cached) return send(req, res, cached);
     produce(req, res, query).then((representation) => send(req, res, representation), next);
   };
+
+  return { answerPoll, middleware };
 }
 
 function keyOf(version: string, query: ModelListQuery): string {

@@ -1,5 +1,4 @@
-import type { ServerResponse } from 'node:http';
-import type { NextFunction, Request, Response } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { newId } from '../domain/ids.ts';
 import { bindRequestLog, type Logger } from '../log.ts';
 import type { Metrics } from './metrics.ts';
@@ -16,7 +15,7 @@ declare module 'node:http' {
 // function instead of a closure per request (this runs for every request, polls included).
 const STARTED = Symbol('loupe.started');
 const CONTEXT = Symbol('loupe.requestContext');
-type Tracked = ServerResponse & { req: Request; [STARTED]: number; [CONTEXT]: RequestContext };
+type Tracked = ServerResponse & { req: IncomingMessage & { originalUrl?: string }; [STARTED]: number; [CONTEXT]: RequestContext };
 
 /**
  * Gives each request its id (the client's `X-Request-Id` when it is sane, else a new UUIDv7), a
@@ -37,7 +36,8 @@ export class RequestContext {
     this.#routeOf = routeOf;
   }
 
-  readonly middleware = (req: Request, res: Response, next: NextFunction): void => {
+  /** Called first for every request, before anything answers it. */
+  readonly track = (req: IncomingMessage, res: ServerResponse): void => {
     const offered = req.headers['x-request-id'];
     const id = typeof offered === 'string' && CLIENT_REQUEST_ID.test(offered) ? offered : newId();
     req.id = id;
@@ -49,7 +49,6 @@ export class RequestContext {
     this.#open++;
     // 'close' comes after 'finish', and also when the client went away before the answer was sent.
     res.on('close', onClose);
-    next();
   };
 
   /**
@@ -70,16 +69,18 @@ export class RequestContext {
   done(res: Tracked): void {
     try {
       const req = res.req;
+      const method = req.method!; // always set on a server's request
       const durationMs = performance.now() - res[STARTED];
       // A connection closed before the response was complete (the client went away, or shutdown
       // cut it off) is logged with status 499, as nginx does.
       const status = res.writableFinished ? res.statusCode : 499;
-      // The original URL: a mounted router (/trpc) has taken its prefix off req.path by now.
-      const url = req.originalUrl;
+      // The original URL: a mounted router (/trpc) has taken its prefix off req.url by now
+      // (Express keeps it as originalUrl; a poll answered before Express has only req.url).
+      const url = req.originalUrl ?? req.url!;
       const query = url.indexOf('?');
-      this.#metrics.observe(req.method, this.#routeOf(req.method, query < 0 ? url : url.slice(0, query)), status, durationMs / 1000);
+      this.#metrics.observe(method, this.#routeOf(method, query < 0 ? url : url.slice(0, query)), status, durationMs / 1000);
       this.#log[status >= 500 ? 'error' : 'info'](
-        { request_id: req.id, method: req.method, url, status, duration_ms: Math.round(durationMs * 1000) / 1000 },
+        { request_id: req.id, method, url, status, duration_ms: Math.round(durationMs * 1000) / 1000 },
         'request',
       );
     } finally {

@@ -140,6 +140,29 @@ describeEachBackend('operations', (backend) => {
     ]);
   });
 
+  it('tracks model-list polls answered from kept bytes like any request (id, log line, metric)', async () => {
+    const { headers } = await rest(server, 'GET', MODELS); // the kept answer exists from here on
+    const polls = [
+      { id: 'test-poll-200', headers: {}, status: 200 },
+      { id: 'test-poll-304', headers: { 'if-none-match': headers.get('etag')! }, status: 304 },
+    ];
+    const series = (status: number) => `loupe_http_requests_total{method="GET",route="${MODELS}",status="${status}"}`;
+    const before = (await rest(server, 'GET', '/metrics')).text;
+    for (const poll of polls) {
+      const reply = await rest(server, 'GET', MODELS, { headers: { 'x-request-id': poll.id, ...poll.headers } });
+      expect(reply.status).toBe(poll.status);
+      expect(reply.headers.get('x-request-id')).toBe(poll.id);
+      // A new id when the client sent none.
+      expect((await rest(server, 'GET', MODELS, { headers: poll.headers })).headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    }
+    const deadline = Date.now() + 2000;
+    const lines = () => server.logs.filter((l) => String(l.request_id).startsWith('test-poll-') && 'status' in l);
+    while (lines().length < polls.length && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(lines()).toEqual(polls.map((poll) => expect.objectContaining({ request_id: poll.id, method: 'GET', url: MODELS, status: poll.status })));
+    const after = (await rest(server, 'GET', '/metrics')).text;
+    for (const status of [200, 304]) expect(sample(after, series(status))).toBe((sample(before, series(status)) ?? 0) + 2);
+  });
+
   it('logs a request the client abandoned before the answer once, with status 499', async () => {
     // Half a body, then the client goes away: the server never answers this request.
     const { port } = new URL(server.url);
