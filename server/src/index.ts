@@ -5,3 +5,4 @@ export { parseCatalog, CatalogError } from './catalog/catalog.ts';
 export { createLogger } from './log.ts';
 export type { AppRouter, RouterInputs, RouterOutputs } from './api/router.ts';
 export { createUser, createKey, revokeKey, addMember, listKeys } from './admin/commands.ts';
+export { sqlRows, sqlRun, sqlTransaction } from './db/sql.ts';

@@ -1,14 +1,27 @@
+import type { Platform } from '@mikro-orm/core';
 import { SqlitePlatform } from '@mikro-orm/sql';
-import { CompiledQuery } from 'kysely';
+import { CompiledQuery, type Kysely } from 'kysely';
 import type { Em } from './orm.ts';
+import { LoupeSqliteDialect, type LoupeSqliteDatabase } from './sqlite-dialect.ts';
 
 // Hand-written SQL goes through Kysely with bound parameters, not through em.execute(), which
 // writes the values into the SQL text: that would make every statement unique (nothing for the
 // databases to reuse, a statement cache that holds megabytes of values) and makes text such as
 // U+0000 break the statement. Kysely on the em follows the em's transaction.
 
+/**
+ * What hand-written SQL runs on: an entity manager, or the transaction `sqlTransaction` hands its
+ * work. Within a SQLite transaction the statements go straight to the held connection.
+ */
+export type SqlScope = {
+  getKysely(): Kysely<any>;
+  getPlatform(): Platform;
+  readonly [HELD]?: LoupeSqliteDatabase;
+};
+const HELD = Symbol('loupe.sqlite.heldConnection');
+
 /** `?` placeholders, as written in this project's SQL, in the form the em's database takes. */
-function compile(em: Em, sql: string, params: readonly unknown[]): CompiledQuery {
+function compile(em: SqlScope, sql: string, params: readonly unknown[]): CompiledQuery {
   let text = sql;
   if (onPostgres(em)) {
     let n = 0;
@@ -18,13 +31,17 @@ function compile(em: Em, sql: string, params: readonly unknown[]): CompiledQuery
 }
 
 /** Runs a query and returns its rows. */
-export async function sqlRows<T = Record<string, unknown>>(em: Em, sql: string, params: readonly unknown[] = []): Promise<T[]> {
+export async function sqlRows<T = Record<string, unknown>>(em: SqlScope, sql: string, params: readonly unknown[] = []): Promise<T[]> {
+  const held = em[HELD];
+  if (held) return held.prepare(sql).all(params) as T[];
   const result = await em.getKysely().executeQuery(compile(em, sql, params));
   return result.rows as T[];
 }
 
 /** Runs a write and returns how many rows it changed. */
-export async function sqlRun(em: Em, sql: string, params: readonly unknown[] = []): Promise<number> {
+export async function sqlRun(em: SqlScope, sql: string, params: readonly unknown[] = []): Promise<number> {
+  const held = em[HELD];
+  if (held) return Number(held.prepare(sql).run(params).changes);
   const result = await em.getKysely().executeQuery(compile(em, sql, params));
   return Number(result.numAffectedRows ?? 0n);
 }
@@ -33,7 +50,7 @@ export async function sqlRun(em: Em, sql: string, params: readonly unknown[] = [
 // JSON text, PostgreSQL gives Date objects and parsed jsonb. These helpers make both look alike.
 
 /** A date as a query parameter for the em's database. */
-export function sqlDate(em: Em, date: Date): unknown {
+export function sqlDate(em: SqlScope, date: Date): unknown {
   return em.getPlatform().processDateProperty(date);
 }
 
@@ -57,23 +74,41 @@ export function placeholders(count: number): string {
 }
 
 /** Whether the em talks to PostgreSQL (row and advisory locks) rather than SQLite. */
-export function onPostgres(em: Em): boolean {
+export function onPostgres(em: SqlScope): boolean {
   return !(em.getPlatform() instanceof SqlitePlatform);
 }
 
 /** Row locks exist on PostgreSQL; SQLite serialises transactions on its one connection instead. */
-export function lockClause(em: Em, clause: string): string {
+export function lockClause(em: SqlScope, clause: string): string {
   return onPostgres(em) ? ` ${clause}` : '';
 }
 
 /**
- * A transaction for work that is raw SQL only (the progress and claim paths): Kysely's own,
- * without the entity manager's fork and unit of work. The em handed to `work` sends everything
- * through that transaction.
+ * A transaction for work that is raw SQL only (the progress and claim paths), without the entity
+ * manager's fork and unit of work; the scope handed to `work` sends everything through it.
+ *
+ * PostgreSQL: Kysely's transaction. SQLite: the one connection is taken from Kysely (its lock keeps
+ * every other statement out until the transaction ends) and the statements run on it directly,
+ * synchronously; going through Kysely's executor for each one cost more than the statements did.
  */
-export async function sqlTransaction<T>(em: Em, work: (tx: Em) => Promise<T>): Promise<T> {
-  return em.getKysely().transaction().execute((trx) => {
-    const tx = Object.create(em, { getKysely: { value: () => trx } }) as Em;
-    return work(tx);
+export async function sqlTransaction<T>(em: Em, work: (tx: SqlScope) => Promise<T>): Promise<T> {
+  const platform = em.getPlatform();
+  const sqlite = platform instanceof SqlitePlatform ? heldDatabase(em) : undefined;
+  if (!sqlite) return em.getKysely().transaction().execute((trx) => work({ getKysely: () => trx, getPlatform: () => platform }));
+  return em.getKysely().connection().execute(async (connection) => {
+    sqlite.prepare('begin').run([]);
+    try {
+      const result = await work({ getKysely: () => connection, getPlatform: () => platform, [HELD]: sqlite });
+      sqlite.prepare('commit').run([]);
+      return result;
+    } catch (error) {
+      if (sqlite.inTransaction()) sqlite.prepare('rollback').run([]);
+      throw error;
+    }
   });
+}
+
+function heldDatabase(em: Em): LoupeSqliteDatabase | undefined {
+  const dialect: unknown = em.config.get('driverOptions');
+  return dialect instanceof LoupeSqliteDialect ? dialect.database : undefined;
 }

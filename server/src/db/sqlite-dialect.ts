@@ -9,12 +9,36 @@ const STATEMENT_CACHE_SIZE = 256;
 /** Statements longer than this are one-offs (values written into the text): not worth keeping. */
 const CACHEABLE_SQL_LENGTH = 64 * 1024;
 
+type Prepared = {
+  reader: boolean;
+  all(params: readonly unknown[]): unknown[];
+  run(params: readonly unknown[]): { changes: number | bigint; lastInsertRowid: number | bigint };
+  get(params: readonly unknown[]): unknown;
+  iterate(params: readonly unknown[]): Iterator<unknown>;
+};
+
+/** The one connection's statements, as Kysely's driver calls them (and sql.ts inside a held connection). */
+export type LoupeSqliteDatabase = { prepare(sql: string): Prepared; inTransaction(): boolean; close(): void };
+
+function wrap(stmt: StatementSync, reader: boolean): Prepared {
+  return {
+    reader,
+    all: (params) => stmt.all(...(params as never[])),
+    run: (params) => stmt.run(...(params as never[])),
+    get: (params) => stmt.get(...(params as never[])),
+    iterate: (params) => stmt.iterate(...(params as never[])),
+  };
+}
+
 /**
  * Kysely dialect over the built-in `node:sqlite` (no native addon to install). Like MikroORM's own
  * NodeSqliteDialect, plus what a server needs: WAL, a busy timeout, and a cache of prepared
  * statements (preparing is a large share of a small query's cost).
  */
 export class LoupeSqliteDialect extends SqliteDialect {
+  /** Set once Kysely has opened the connection. */
+  database: LoupeSqliteDatabase | undefined;
+
   constructor(path: string) {
     super({
       database: async () => {
@@ -22,35 +46,28 @@ export class LoupeSqliteDialect extends SqliteDialect {
         const db = new DatabaseSync(path);
         // A 32 MiB page cache (SQLite's default is 2 MiB) keeps index pages of a growing database warm.
         db.exec('pragma journal_mode = wal; pragma synchronous = normal; pragma busy_timeout = 5000; pragma foreign_keys = on; pragma cache_size = -32768');
-        const cache = new Map<string, { stmt: StatementSync; reader: boolean }>();
-        const prepare = (sql: string) => {
-          let entry = cache.get(sql);
-          if (entry) {
-            cache.delete(sql); // re-insert below: the Map's order is the recency order
-          } else {
-            entry = { stmt: db.prepare(sql), reader: READER.test(sql) || RETURNING.test(sql) };
-            if (sql.length > CACHEABLE_SQL_LENGTH) return entry;
-            if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!);
-          }
-          cache.set(sql, entry);
-          return entry;
-        };
-        const database = {
+        // Recently used statements, wrapped once in the shape Kysely's driver calls.
+        const cache = new Map<string, Prepared>();
+        const database: LoupeSqliteDatabase = {
           prepare(sql: string) {
-            const { stmt, reader } = prepare(sql);
-            return {
-              reader,
-              all: (params: readonly unknown[]) => stmt.all(...(params as never[])),
-              run: (params: readonly unknown[]) => stmt.run(...(params as never[])),
-              get: (params: readonly unknown[]) => stmt.get(...(params as never[])),
-              iterate: (params: readonly unknown[]) => stmt.iterate(...(params as never[])),
-            };
+            let entry = cache.get(sql);
+            if (entry) {
+              cache.delete(sql); // re-insert below: the Map's order is the recency order
+            } else {
+              entry = wrap(db.prepare(sql), READER.test(sql) || RETURNING.test(sql));
+              if (sql.length > CACHEABLE_SQL_LENGTH) return entry;
+              if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!);
+            }
+            cache.set(sql, entry);
+            return entry;
           },
+          inTransaction: () => db.isTransaction,
           close() {
             cache.clear();
             db.close();
           },
         };
+        this.database = database;
         return database as unknown as SqliteDatabase;
       },
     });

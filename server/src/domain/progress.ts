@@ -1,7 +1,7 @@
 import type { AnnotationQueueItem, AnnotationQueueItemProgressReq, ProgressState } from '@loupe/shared';
 import type { AuthUser } from '../auth/authenticate.ts';
 import type { Em } from '../db/orm.ts';
-import { sqlDate, sqlRows, sqlRun, sqlTransaction } from '../db/sql.ts';
+import { sqlDate, sqlRows, sqlRun, sqlTransaction, type SqlScope } from '../db/sql.ts';
 import { requireProjectAccess } from './access.ts';
 import { invalid } from './errors.ts';
 import { liveItem, toItemDto } from './queue-items.ts';
@@ -13,7 +13,7 @@ import { decideTransition } from './transitions.ts';
  * item's row lock (PostgreSQL) or the one SQLite connection, so writers of one item are serial.
  */
 export async function recordProgress(
-  em: Em,
+  em: SqlScope,
   item: { id: string; queue_id: string },
   annotatorId: string,
   state: ProgressState,

@@ -1,7 +1,7 @@
 import type { AnnotationQueueItem, AnnotationQueueItemsAddReq, AnnotationQueueItemsQueryReq, ItemSort } from '@loupe/shared';
 import type { AuthUser } from '../auth/authenticate.ts';
 import type { Em } from '../db/orm.ts';
-import { isoFromSql, isoOrNullFromSql, jsonFromSql, lockClause, placeholders, sqlDate, sqlRows, sqlRun } from '../db/sql.ts';
+import { isoFromSql, isoOrNullFromSql, jsonFromSql, lockClause, placeholders, sqlDate, sqlRows, sqlRun, type SqlScope } from '../db/sql.ts';
 import { ensureProject, requireProjectAccess } from './access.ts';
 import { liveQueue } from './annotation-queues.ts';
 import { notFound, tooLarge } from './errors.ts';
@@ -41,7 +41,7 @@ export function toItemDto(row: ItemRow, position: number | null = null): Annotat
 
 /** The live item named in a path (in a live queue of that project, whose lease it carries), or 404. */
 export async function liveItem(
-  em: Em,
+  em: SqlScope,
   projectId: string,
   queueId: string,
   itemId: string,

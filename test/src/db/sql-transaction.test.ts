@@ -1,0 +1,79 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { forkEm, openDatabase, sqlRows, sqlRun, sqlTransaction, type Orm } from '@loupe/server';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describeEachBackend } from '../harness/backends.ts';
+import { freshDatabase, type TestDatabase } from '../harness/databases.ts';
+
+// sqlTransaction is what the progress and claim paths write through. On SQLite it holds the one
+// connection and runs statements on it directly, so these check what Kysely's own transaction
+// gave before: all or nothing, and no statement from outside slipping into an open transaction.
+
+describeEachBackend('sqlTransaction', (backend) => {
+  let database: TestDatabase;
+  let orm: Orm;
+  beforeAll(async () => {
+    database = await freshDatabase(backend);
+    orm = await openDatabase(database.url, 4);
+    await sqlRun(forkEm(orm), 'create table tx_probe (id integer primary key, label text not null)');
+  });
+  afterAll(async () => {
+    await orm?.close(true);
+    await database?.drop();
+  });
+
+  const labels = async () => (await sqlRows<{ label: string }>(forkEm(orm), 'select label from tx_probe order by id')).map((row) => row.label);
+
+  it('commits every statement of the work together', async () => {
+    const result = await sqlTransaction(forkEm(orm), async (tx) => {
+      await sqlRun(tx, 'insert into tx_probe (id, label) values (?, ?)', [1, 'one']);
+      await sqlRun(tx, 'insert into tx_probe (id, label) values (?, ?)', [2, 'two']);
+      return sqlRows<{ n: number | string }>(tx, 'select count(*) as n from tx_probe');
+    });
+    expect(Number(result[0]!.n)).toBe(2); // the work sees its own writes
+    expect(await labels()).toEqual(['one', 'two']);
+  });
+
+  it('stores nothing when the work fails after writing, and passes the error on', async () => {
+    const failure = new Error('refused after the write');
+    await expect(
+      sqlTransaction(forkEm(orm), async (tx) => {
+        await sqlRun(tx, 'insert into tx_probe (id, label) values (?, ?)', [3, 'three']);
+        await sqlRun(tx, 'update tx_probe set label = ? where id = ?', ['changed', 1]);
+        throw failure;
+      }),
+    ).rejects.toBe(failure);
+    expect(await labels()).toEqual(['one', 'two']);
+  });
+
+  it('stores nothing when a statement of the work fails', async () => {
+    await expect(
+      sqlTransaction(forkEm(orm), async (tx) => {
+        await sqlRun(tx, 'insert into tx_probe (id, label) values (?, ?)', [4, 'four']);
+        await sqlRun(tx, 'insert into tx_probe (id, label) values (?, ?)', [1, 'duplicate key']);
+      }),
+    ).rejects.toThrow();
+    expect(await labels()).toEqual(['one', 'two']);
+    // The connection is usable afterwards: the next transaction commits.
+    await sqlTransaction(forkEm(orm), (tx) => sqlRun(tx, 'insert into tx_probe (id, label) values (?, ?)', [5, 'five']));
+    expect(await labels()).toEqual(['one', 'two', 'five']);
+  });
+
+  it('keeps statements from outside out of a transaction that waits between its statements', async () => {
+    let inserted!: () => void;
+    const insertedOnce = new Promise<void>((resolve) => (inserted = resolve));
+    const open = sqlTransaction(forkEm(orm), async (tx) => {
+      await sqlRun(tx, 'insert into tx_probe (id, label) values (?, ?)', [6, 'uncommitted']);
+      inserted();
+      await sleep(100); // other requests' work runs meanwhile
+      throw new Error('rolled back');
+    });
+    await insertedOnce;
+    // Neither sees the uncommitted row nor ends up inside the transaction that is rolled back.
+    const outsideRead = labels();
+    const outsideWrite = sqlRun(forkEm(orm), 'insert into tx_probe (id, label) values (?, ?)', [7, 'outside']);
+    await expect(open).rejects.toThrow('rolled back');
+    expect(await outsideRead).toEqual(['one', 'two', 'five']);
+    expect(await outsideWrite).toBe(1);
+    expect(await labels()).toEqual(['one', 'two', 'five', 'outside']);
+  });
+});
