@@ -142,7 +142,7 @@ describeEachBackend('operations', (backend) => {
 
   it('tracks model-list polls answered from kept bytes like any request (id, log line, metric)', async () => {
     const { headers } = await rest(server, 'GET', MODELS); // the kept answer exists from here on
-    const polls = [
+    const polls: { id: string; headers: Record<string, string>; status: number }[] = [
       { id: 'test-poll-200', headers: {}, status: 200 },
       { id: 'test-poll-304', headers: { 'if-none-match': headers.get('etag')! }, status: 304 },
     ];
