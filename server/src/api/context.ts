@@ -3,6 +3,7 @@ import type { AuthFailureLimiter } from '../auth/failure-limiter.ts';
 import type { ModelCatalog } from '../catalog/catalog.ts';
 import type { Config } from '../config.ts';
 import { forkEm, type Em, type Orm } from '../db/orm.ts';
+import type { SqlScope } from '../db/sql.ts';
 import { requestLog, type Logger } from '../log.ts';
 
 /** What every request can reach: long-lived parts built once at start-up. */
@@ -16,8 +17,13 @@ export type Services = {
 
 export type Context = {
   services: Services;
-  /** A fork of the entity manager for this request alone. */
-  em: Em;
+  /**
+   * The request's own entity manager (its unit of work), forked on first use: forking costs more
+   * than a whole progress update's SQL, and the hand-written SQL paths never need one.
+   */
+  em: () => Em;
+  /** Hand-written SQL outside any unit of work (authentication, progress, claim). */
+  sql: SqlScope;
   requestId: string;
   /** The client address failed authentications are counted against. */
   client: string;
@@ -33,9 +39,11 @@ type RequestWithId = IncomingMessage & { id?: string; ip?: string };
 export function contextFactory(services: Services) {
   return ({ req, res }: { req: IncomingMessage; res: ServerResponse }): Context => {
     const request = req as RequestWithId;
+    let em: Em | undefined;
     return {
       services,
-      em: forkEm(services.orm),
+      em: () => (em ??= forkEm(services.orm)),
+      sql: services.orm.em as Em,
       requestId: request.id ?? '',
       client: request.ip ?? req.socket.remoteAddress ?? 'unknown',
       authorization: req.headers.authorization,

@@ -48,7 +48,7 @@ export const protectedProcedure = normalized.use(async ({ ctx, getRawInput, next
     throw new DomainError('rate_limited', 'Too many failed authentications from this client; retry later.', retryAfter);
   }
   const credentials = parseAuthorization(ctx.authorization);
-  const user = credentials ? await authenticate(ctx.em, credentials) : null;
+  const user = credentials ? await authenticate(ctx.sql, credentials) : null;
   if (!user) {
     // A request without an Authorization header is a challenge, not a guess: only tries count.
     if (ctx.authorization !== undefined) authFailures.recordFailure(ctx.client);
@@ -66,7 +66,8 @@ export const protectedProcedure = normalized.use(async ({ ctx, getRawInput, next
   if (malformed !== undefined) throw new DomainError('malformed', malformedJsonReason(malformed));
   const problem = findUnstorableText(raw);
   if (problem) throw invalid(`Invalid request at ${fieldPath(problem.path) || '(body)'}: text ${problem.message}.`);
-  return next({ ctx: { ...ctx, user } });
+  // tRPC merges this into the context it has (a copy of every key; so no second copy here).
+  return next({ ctx: { user } });
 });
 
 /**

@@ -1,6 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
-import type { Em } from '../db/orm.ts';
-import { sqlRows } from '../db/sql.ts';
+import { sqlRows, type SqlScope } from '../db/sql.ts';
 import type { Role } from '@loupe/shared';
 import { hashApiKey } from './api-keys.ts';
 import type { Credentials } from './credentials.ts';
@@ -15,7 +14,7 @@ export type AuthUser = {
 type Row = { user_id: string; username: string; key_hash: string; entity: string | null; role: Role | null };
 
 /** The user behind a live (not revoked) API key, or null. One round trip to the database. */
-export async function authenticate(em: Em, credentials: Credentials): Promise<AuthUser | null> {
+export async function authenticate(em: SqlScope, credentials: Credentials): Promise<AuthUser | null> {
   const hash = hashApiKey(credentials.key);
   const rows = await sqlRows<Row>(em, 
     `select u.id as user_id, u.username, k.key_hash, m.entity, m.role

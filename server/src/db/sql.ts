@@ -1,7 +1,6 @@
 import type { Platform } from '@mikro-orm/core';
 import { SqlitePlatform } from '@mikro-orm/sql';
 import { CompiledQuery, type Kysely } from 'kysely';
-import type { Em } from './orm.ts';
 import { LoupeSqliteDialect, type LoupeSqliteDatabase } from './sqlite-dialect.ts';
 
 // Hand-written SQL goes through Kysely with bound parameters, not through em.execute(), which
@@ -91,9 +90,9 @@ export function lockClause(em: SqlScope, clause: string): string {
  * every other statement out until the transaction ends) and the statements run on it directly,
  * synchronously; going through Kysely's executor for each one cost more than the statements did.
  */
-export async function sqlTransaction<T>(em: Em, work: (tx: SqlScope) => Promise<T>): Promise<T> {
+export async function sqlTransaction<T>(em: SqlScope, work: (tx: SqlScope) => Promise<T>): Promise<T> {
   const platform = em.getPlatform();
-  const sqlite = platform instanceof SqlitePlatform ? heldDatabase(em) : undefined;
+  const sqlite = platform instanceof SqlitePlatform ? heldDatabase(platform) : undefined;
   if (!sqlite) return em.getKysely().transaction().execute((trx) => work({ getKysely: () => trx, getPlatform: () => platform }));
   return em.getKysely().connection().execute(async (connection) => {
     sqlite.prepare('begin').run([]);
@@ -108,7 +107,7 @@ export async function sqlTransaction<T>(em: Em, work: (tx: SqlScope) => Promise<
   });
 }
 
-function heldDatabase(em: Em): LoupeSqliteDatabase | undefined {
-  const dialect: unknown = em.config.get('driverOptions');
+function heldDatabase(platform: Platform): LoupeSqliteDatabase | undefined {
+  const dialect: unknown = platform.getConfig().get('driverOptions');
   return dialect instanceof LoupeSqliteDialect ? dialect.database : undefined;
 }

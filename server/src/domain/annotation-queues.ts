@@ -3,7 +3,7 @@ import type { AnnotationQueue, AnnotationQueueCreateReq, AnnotationQueueQueryReq
 import type { AuthUser } from '../auth/authenticate.ts';
 import { AnnotationQueueRecord } from '../db/entities.ts';
 import type { Em } from '../db/orm.ts';
-import { sqlRows } from '../db/sql.ts';
+import { sqlRows, type SqlScope } from '../db/sql.ts';
 import { ensureProject, requireProjectAccess } from './access.ts';
 import { resolveSpecRef } from './annotation-specs.ts';
 import { notFound } from './errors.ts';
@@ -42,7 +42,7 @@ export async function liveQueue(em: Em, projectId: string, queueId: string): Pro
  * What claiming needs of a live queue, read with one bound statement (the hot path skips the
  * entity manager's unit of work); 404 like liveQueue.
  */
-export async function queueSettings(em: Em, projectId: string, queueId: string): Promise<{ annotationsPerItem: number; leaseSeconds: number }> {
+export async function queueSettings(em: SqlScope, projectId: string, queueId: string): Promise<{ annotationsPerItem: number; leaseSeconds: number }> {
   const [row] = await sqlRows<{ annotations_per_item: number; lease_seconds: number }>(
     em,
     'select annotations_per_item, lease_seconds from annotation_queues where id = ? and project_id = ? and deleted_at is null',

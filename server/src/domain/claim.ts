@@ -1,7 +1,7 @@
 import type { AnnotationQueueItem } from '@loupe/shared';
 import type { AuthUser } from '../auth/authenticate.ts';
 import type { Em } from '../db/orm.ts';
-import { lockClause, onPostgres, sqlDate, sqlRows, sqlTransaction } from '../db/sql.ts';
+import { lockClause, onPostgres, sqlDate, sqlRows, sqlTransaction, type SqlScope } from '../db/sql.ts';
 import { requireProjectAccess } from './access.ts';
 import { queueSettings } from './annotation-queues.ts';
 import { recordProgress } from './progress.ts';
@@ -20,7 +20,7 @@ const MAX_ATTEMPTS = 50;
  * after the lock is held: every writer of an item's progress holds that item's lock until it
  * commits, so the recount sees all of them. On SQLite the one connection serialises claims.
  */
-export async function claimItem(em: Em, user: AuthUser, projectId: string, queueId: string): Promise<AnnotationQueueItem | null> {
+export async function claimItem(em: SqlScope, user: AuthUser, projectId: string, queueId: string): Promise<AnnotationQueueItem | null> {
   requireProjectAccess(user, projectId, 'write');
   const queue = await queueSettings(em, projectId, queueId);
   return sqlTransaction(em, async (tx) => {

@@ -49,7 +49,7 @@ export async function recordProgress(
 }
 
 /** The interface document's progress operation (contract 4.1). */
-export async function updateProgress(em: Em, user: AuthUser, req: AnnotationQueueItemProgressReq): Promise<AnnotationQueueItem> {
+export async function updateProgress(em: SqlScope, user: AuthUser, req: AnnotationQueueItemProgressReq): Promise<AnnotationQueueItem> {
   requireProjectAccess(user, req.project_id, 'write');
   return sqlTransaction(em, async (tx) => {
     const item = await liveItem(tx, req.project_id, req.queue_id, req.item_id, true);
