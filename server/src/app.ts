@@ -43,7 +43,9 @@ export function createApp(services: Services): { listener: RequestListener; drai
   const requests = new RequestContext(services.log, metrics, routeNamer());
   const modelList = modelListHttp(services.catalog, (req, res) => createContext({ req, res }));
   app.use(modelList.middleware);
-  app.use(operationsRouter(services.orm, metrics));
+  // Every operations route is a GET: other requests skip matching their paths.
+  const operations = operationsRouter(services.orm, metrics);
+  app.use((req, res, next) => (req.method === 'GET' || req.method === 'HEAD' ? operations(req, res, next) : next()));
   app.use(requireJsonBody);
   app.use(express.json({ limit: services.config.limits.bodyBytes, strict: true }));
   app.use(deferMalformedJson);

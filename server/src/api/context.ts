@@ -25,8 +25,11 @@ export type Context = {
   /** Hand-written SQL outside any unit of work (authentication, progress, claim). */
   sql: SqlScope;
   requestId: string;
-  /** The client address failed authentications are counted against. */
-  client: string;
+  /**
+   * The client address failed authentications are counted against (Express's req.ip, which
+   * applies `trust proxy`: read only when there is a failure to count or check).
+   */
+  client: () => string;
   authorization: string | undefined;
   /** The request's logger (made on first use). */
   log: () => Logger;
@@ -45,7 +48,7 @@ export function contextFactory(services: Services) {
       em: () => (em ??= forkEm(services.orm)),
       sql: services.orm.em as Em,
       requestId: request.id ?? '',
-      client: request.ip ?? req.socket.remoteAddress ?? 'unknown',
+      client: () => request.ip ?? req.socket.remoteAddress ?? 'unknown',
       authorization: req.headers.authorization,
       log: () => requestLog(req) ?? services.log,
       res,

@@ -1,7 +1,7 @@
-import { initTRPC } from '@trpc/server';
+import { initTRPC, TRPCError } from '@trpc/server';
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import { parseAuthorization } from '../auth/credentials.ts';
-import { authenticate } from '../auth/authenticate.ts';
+import { authenticate, type AuthUser } from '../auth/authenticate.ts';
 import { DomainError, invalid, tooLarge } from '../domain/errors.ts';
 import { MALFORMED_BODY, malformedJsonReason } from './malformed-body.ts';
 import type { Context } from './context.ts';
@@ -39,11 +39,27 @@ export const publicProcedure = normalized;
 
 /**
  * Requires credentials before anything else is looked at (the contract's order of checks puts 401
- * first), and counts failures against the client for the 429 brake.
+ * first), and counts failures against the client for the 429 brake. Applies the error policy
+ * itself rather than being stacked on `normalized`: every level of tRPC middleware copies the
+ * call's options twice, and this one runs on every authenticated call.
  */
-export const protectedProcedure = normalized.use(async ({ ctx, getRawInput, next }) => {
+export const protectedProcedure = t.procedure.use(async ({ ctx, getRawInput, next }) => {
+  let user: AuthUser;
+  try {
+    user = await admittedUser(ctx, getRawInput);
+  } catch (error) {
+    throw normalizeError(error instanceof TRPCError ? error : new TRPCError({ code: 'INTERNAL_SERVER_ERROR', cause: error }));
+  }
+  // tRPC merges this into the context it has (a copy of every key; so no second copy here).
+  const result = await next({ ctx: { user } });
+  if (!result.ok) throw normalizeError(result.error);
+  return result;
+});
+
+/** The caller, once authenticated and its body found readable and storable; else a DomainError. */
+async function admittedUser(ctx: Context, getRawInput: () => Promise<unknown>): Promise<AuthUser> {
   const { authFailures } = ctx.services;
-  const retryAfter = authFailures.retryAfterSeconds(ctx.client);
+  const retryAfter = authFailures.quiet ? 0 : authFailures.retryAfterSeconds(ctx.client());
   if (retryAfter > 0) {
     throw new DomainError('rate_limited', 'Too many failed authentications from this client; retry later.', retryAfter);
   }
@@ -51,7 +67,7 @@ export const protectedProcedure = normalized.use(async ({ ctx, getRawInput, next
   const user = credentials ? await authenticate(ctx.sql, credentials) : null;
   if (!user) {
     // A request without an Authorization header is a challenge, not a guess: only tries count.
-    if (ctx.authorization !== undefined) authFailures.recordFailure(ctx.client);
+    if (ctx.authorization !== undefined) authFailures.recordFailure(ctx.client());
     throw new DomainError(
       'unauthenticated',
       credentials
@@ -66,9 +82,8 @@ export const protectedProcedure = normalized.use(async ({ ctx, getRawInput, next
   if (malformed !== undefined) throw new DomainError('malformed', malformedJsonReason(malformed));
   const problem = findUnstorableText(raw);
   if (problem) throw invalid(`Invalid request at ${fieldPath(problem.path) || '(body)'}: text ${problem.message}.`);
-  // tRPC merges this into the context it has (a copy of every key; so no second copy here).
-  return next({ ctx: { user } });
-});
+  return user;
+}
 
 /**
  * Refuses a batch over the configured record limit with 413 before its elements are validated, so

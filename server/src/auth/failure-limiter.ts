@@ -12,6 +12,11 @@ export class AuthFailureLimiter {
     this.#windowMs = windowMs;
   }
 
+  /** True while no failure is counted against any client (the usual case: nothing to check). */
+  get quiet(): boolean {
+    return this.#failures.size === 0;
+  }
+
   /** Seconds until this client may try again, or 0 when it is not blocked. */
   retryAfterSeconds(client: string, now = Date.now()): number {
     const recent = this.#recent(client, now);

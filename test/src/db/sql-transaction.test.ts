@@ -69,10 +69,11 @@ describeEachBackend('sqlTransaction', (backend) => {
     });
     await insertedOnce;
     // Neither sees the uncommitted row nor ends up inside the transaction that is rolled back.
-    const outsideRead = labels();
+    // (The read leaves out the row the write adds: on PostgreSQL the two run side by side.)
+    const outsideRead = sqlRows<{ label: string }>(forkEm(orm), 'select label from tx_probe where id <> 7 order by id');
     const outsideWrite = sqlRun(forkEm(orm), 'insert into tx_probe (id, label) values (?, ?)', [7, 'outside']);
     await expect(open).rejects.toThrow('rolled back');
-    expect(await outsideRead).toEqual(['one', 'two', 'five']);
+    expect((await outsideRead).map((row) => row.label)).toEqual(['one', 'two', 'five']);
     expect(await outsideWrite).toBe(1);
     expect(await labels()).toEqual(['one', 'two', 'five', 'outside']);
   });
