@@ -18,8 +18,9 @@ export type Services = {
 export type Context = {
   services: Services;
   /**
-   * The request's own entity manager (its unit of work), forked on first use: forking costs more
-   * than a whole progress update's SQL, and the hand-written SQL paths never need one.
+   * The request's own entity manager (its unit of work), forked on first use: the hand-written
+   * SQL paths never need one, and a fork is not free (MikroORM builds a unit of work and writes
+   * process.env twice).
    */
   em: () => Em;
   /** Hand-written SQL outside any unit of work (authentication, progress, claim). */

@@ -88,9 +88,11 @@ export function lockClause(em: SqlScope, clause: string): string {
  *
  * PostgreSQL: Kysely's transaction. SQLite: the one connection is taken from Kysely (its lock keeps
  * every other statement out until the transaction ends) and the statements run on it directly,
- * synchronously; going through Kysely's executor for each one cost more than the statements did.
+ * without Kysely's executor, promises and lock around each one (SQLite progress update, CPU per
+ * request 1,262 → 1,035 µs with this and the statement wrappers made once). Does not nest.
  */
 export async function sqlTransaction<T>(em: SqlScope, work: (tx: SqlScope) => Promise<T>): Promise<T> {
+  if (em[HELD]) throw new Error('sqlTransaction does not nest: the held connection is already in a transaction');
   const platform = em.getPlatform();
   const sqlite = platform instanceof SqlitePlatform ? heldDatabase(platform) : undefined;
   if (!sqlite) return em.getKysely().transaction().execute((trx) => work({ getKysely: () => trx, getPlatform: () => platform }));

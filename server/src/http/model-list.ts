@@ -19,8 +19,8 @@ type Representation = { body: Buffer; etag: string; headers: Record<string, stri
  * Filter values the schema rejects fall through to the procedure's REST route for the usual 400.
  *
  * `answerPoll` answers the plain poll from its kept bytes before Express sees the request (Express
- * gives every request it handles new prototypes: a fifth of a poll's cost); `middleware` answers
- * everything else on this path, and produces what is kept.
+ * gives every request it handles new prototypes; skipping it took the poll from 0.78 to 0.85 of a
+ * bare Express route); `middleware` answers everything else on this path, and produces what is kept.
  */
 export function modelListHttp(catalog: ModelCatalog, contextFor: (req: Request, res: Response) => Context) {
   // The answer to the plain poll (no query string) is kept apart: it needs no key at all.
