@@ -11,7 +11,6 @@ import { Metrics } from './http/metrics.ts';
 import { modelListHttp } from './http/model-list.ts';
 import { operationsRouter } from './http/operations.ts';
 import { RequestContext } from './http/request-context.ts';
-import { skipBodyReserialisation } from './http/rest-body.ts';
 import { routeNamer } from './http/routes.ts';
 
 function responseMeta({ errors }: { errors: readonly TRPCError[] }) {
@@ -69,7 +68,6 @@ export function createApp(services: Services): { listener: RequestListener; drai
     onError,
     maxBodySize: services.config.limits.bodyBytes,
   } as Parameters<typeof createOpenApiNodeHttpHandler>[0]);
-  app.use(skipBodyReserialisation);
   app.use((req, res, next) => rest(req, res, next));
   app.use(notFound);
   app.use(errorHandler);
