@@ -42,9 +42,11 @@ export function createApp(services: Services): { listener: RequestListener; drai
   const requests = new RequestContext(services.log, metrics, routeNamer());
   const modelList = modelListHttp(services.catalog, (req, res) => createContext({ req, res }));
   app.use(modelList.middleware);
-  // Every operations route is a GET: other requests skip matching their paths.
+  // Every operations route is a GET (Express answers HEAD and OPTIONS for it): requests with a
+  // body skip matching their paths.
   const operations = operationsRouter(services.orm, metrics);
-  app.use((req, res, next) => (req.method === 'GET' || req.method === 'HEAD' ? operations(req, res, next) : next()));
+  const operationMethods = new Set(['GET', 'HEAD', 'OPTIONS']);
+  app.use((req, res, next) => (operationMethods.has(req.method) ? operations(req, res, next) : next()));
   app.use(requireJsonBody);
   app.use(express.json({ limit: services.config.limits.bodyBytes, strict: true }));
   app.use(deferMalformedJson);
@@ -59,6 +61,8 @@ export function createApp(services: Services): { listener: RequestListener; drai
       maxBodySize: services.config.limits.bodyBytes,
     }),
   );
+  // Nothing here reads `info.signal`: the patched adapter builds a whole fetch Request the first
+  // time it is read (see README, patched dependencies).
   const rest = createOpenApiNodeHttpHandler({
     router: appRouter,
     createContext: ({ req, res }: { req: IncomingMessage; res: ServerResponse }) => createContext({ req, res }),

@@ -28,7 +28,8 @@ export type Context = {
   requestId: string;
   /**
    * The client address failed authentications are counted against (Express's req.ip, which
-   * applies `trust proxy`: read only when there is a failure to count or check).
+   * applies `trust proxy`: read only when there is a failure to count or check; a client that
+   * went away before that reads as 'unknown').
    */
   client: () => string;
   authorization: string | undefined;

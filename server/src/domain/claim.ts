@@ -1,6 +1,5 @@
 import type { AnnotationQueueItem } from '@loupe/shared';
 import type { AuthUser } from '../auth/authenticate.ts';
-import type { Em } from '../db/orm.ts';
 import { lockClause, onPostgres, sqlDate, sqlRows, sqlTransaction, type SqlScope } from '../db/sql.ts';
 import { requireProjectAccess } from './access.ts';
 import { queueSettings } from './annotation-queues.ts';

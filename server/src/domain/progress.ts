@@ -1,6 +1,5 @@
 import type { AnnotationQueueItem, AnnotationQueueItemProgressReq, ProgressState } from '@loupe/shared';
 import type { AuthUser } from '../auth/authenticate.ts';
-import type { Em } from '../db/orm.ts';
 import { sqlDate, sqlRows, sqlRun, sqlTransaction, type SqlScope } from '../db/sql.ts';
 import { requireProjectAccess } from './access.ts';
 import { invalid } from './errors.ts';

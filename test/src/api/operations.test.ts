@@ -161,6 +161,12 @@ describeEachBackend('operations', (backend) => {
     expect(lines()).toEqual(polls.map((poll) => expect.objectContaining({ request_id: poll.id, method: 'GET', url: MODELS, status: poll.status })));
     const after = (await rest(server, 'GET', '/metrics')).text;
     for (const status of [200, 304]) expect(sample(after, series(status))).toBe((sample(before, series(status)) ?? 0) + 2);
+    // HEAD: the same headers, no body.
+    const head = await rest(server, 'HEAD', MODELS, { headers: { 'x-request-id': 'test-poll-head' } });
+    expect(head.status).toBe(200);
+    expect(head.headers.get('x-request-id')).toBe('test-poll-head');
+    expect(head.headers.get('etag')).toBe(headers.get('etag'));
+    expect(head.text).toBe('');
   });
 
   it('logs a request the client abandoned before the answer once, with status 499', async () => {

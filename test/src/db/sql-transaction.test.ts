@@ -58,6 +58,17 @@ describeEachBackend('sqlTransaction', (backend) => {
     expect(await labels()).toEqual(['one', 'two', 'five']);
   });
 
+  it('refuses to nest, and leaves the outer transaction to end as it would have', async () => {
+    const nested = sqlTransaction(forkEm(orm), async (tx) => {
+      await sqlRun(tx, 'insert into tx_probe (id, label) values (?, ?)', [8, 'outer']);
+      return sqlTransaction(tx, async () => 'never');
+    });
+    // On SQLite the scope handed to the work is the held connection: its own refusal says so.
+    if (backend === 'sqlite') await expect(nested).rejects.toThrow('does not nest');
+    else await expect(nested).rejects.toThrow();
+    expect(await labels()).not.toContain('outer');
+  });
+
   it('keeps statements from outside out of a transaction that waits between its statements', async () => {
     let inserted!: () => void;
     const insertedOnce = new Promise<void>((resolve) => (inserted = resolve));
