@@ -28,12 +28,14 @@ const t = initTRPC
 export const router = t.router;
 export const createCallerFactory = t.createCallerFactory;
 
-/** Every procedure's errors leave through the error policy. */
-const normalized = t.procedure.use(async ({ next }) => {
-  const result = await next();
-  if (!result.ok) throw normalizeError(result.error);
+/** The result of the rest of a call, passed on, or its error thrown through the error policy. */
+function underErrorPolicy<R extends { ok: true } | { ok: false; error: TRPCError }>(result: R): R {
+  if (!result.ok) throw normalizeError((result as { error: TRPCError }).error);
   return result;
-});
+}
+
+/** Every procedure's errors leave through the error policy. */
+const normalized = t.procedure.use(async ({ next }) => underErrorPolicy(await next()));
 
 export const publicProcedure = normalized;
 
@@ -51,9 +53,7 @@ export const protectedProcedure = t.procedure.use(async ({ ctx, getRawInput, nex
     throw normalizeError(error instanceof TRPCError ? error : new TRPCError({ code: 'INTERNAL_SERVER_ERROR', cause: error }));
   }
   // tRPC merges this into the context it has (a copy of every key; so no second copy here).
-  const result = await next({ ctx: { user } });
-  if (!result.ok) throw normalizeError(result.error);
-  return result;
+  return underErrorPolicy(await next({ ctx: { user } }));
 });
 
 /** The caller, once authenticated and its body found readable and storable; else a DomainError. */
