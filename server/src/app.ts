@@ -6,11 +6,14 @@ import { createOpenApiNodeHttpHandler } from 'trpc-to-openapi';
 import { contextFactory, type Services } from './api/context.ts';
 import { errorHeaders, normalizeError } from './api/error-policy.ts';
 import { appRouter } from './api/router.ts';
-import { deferMalformedJson, errorHandler, notFound, requireJsonBody } from './http/errors.ts';
+import { admission, userRequirement } from './http/admission.ts';
+import { jsonBodyReader } from './http/body.ts';
+import { errorHandler, notFound, requireJsonBody } from './http/errors.ts';
 import { Metrics } from './http/metrics.ts';
 import { modelListHttp } from './http/model-list.ts';
 import { operationsRouter } from './http/operations.ts';
 import { RequestContext } from './http/request-context.ts';
+import { RouteTable } from './http/route-table.ts';
 import { routeNamer } from './http/routes.ts';
 
 function responseMeta({ errors }: { errors: readonly TRPCError[] }) {
@@ -39,17 +42,20 @@ export function createApp(services: Services): { listener: RequestListener; drai
   const createContext = contextFactory(services);
   const metrics = new Metrics(services.orm, services.config.databaseUrl);
 
-  const requests = new RequestContext(services.log, metrics, routeNamer());
+  const routes = new RouteTable();
+  const requests = new RequestContext(services.log, metrics, routeNamer(routes));
   const modelList = modelListHttp(services.catalog, (req, res) => createContext({ req, res }));
   app.use(modelList.middleware);
   // Every operations route is a GET (Express answers HEAD and OPTIONS for it): requests with a
   // body skip matching their paths.
-  const operations = operationsRouter(services.orm, metrics);
+  const operations = operationsRouter(services.orm, metrics, userRequirement(services));
   const operationMethods = new Set(['GET', 'HEAD', 'OPTIONS']);
   app.use((req, res, next) => (operationMethods.has(req.method) ? operations(req, res, next) : next()));
+  // Nothing of a body is read before its route is known and its credentials are checked.
   app.use(requireJsonBody);
-  app.use(express.json({ limit: services.config.limits.bodyBytes, strict: true }));
-  app.use(deferMalformedJson);
+  app.use(admission(services, routes));
+  const { limits } = services.config;
+  app.use(jsonBodyReader({ maxBytes: limits.bodyBytes, maxDepth: limits.jsonDepth, budget: limits.bodyBudget, waitMs: limits.bodyWaitMs }));
 
   app.use(
     '/trpc',

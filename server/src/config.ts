@@ -28,6 +28,9 @@ const Env = z.object({
   LOUPE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   LOUPE_MAX_BODY_BYTES: int(1024, 1024 ** 3).default(32 * 1024 * 1024),
   LOUPE_MAX_BATCH: int(1, 1_000_000).default(10_000),
+  LOUPE_MAX_JSON_DEPTH: int(2, 1000).default(64),
+  LOUPE_BODY_BUDGET_BYTES: int(1024, 16 * 1024 ** 3).default(256 * 1024 * 1024),
+  LOUPE_BODY_WAIT_MS: int(0, 600_000).default(10_000),
   LOUPE_MAX_PAYLOAD_BYTES: int(1, 1024 ** 3).default(1024 * 1024),
   LOUPE_MAX_CALL_IDS: int(1, 1_000_000).default(10_000),
   LOUPE_MAX_QUERY_LIMIT: int(1, 1_000_000).default(10_000),
@@ -46,6 +49,12 @@ export type Config = {
   logLevel: z.infer<typeof Env>['LOUPE_LOG_LEVEL'];
   limits: {
     bodyBytes: number;
+    /** Deepest nesting of objects and arrays in a request body. */
+    jsonDepth: number;
+    /** The estimated heap (http/json-shape.ts bodyWeight) of all bodies in flight at once. */
+    bodyBudget: number;
+    /** How long a body waits for room in that budget before 503. */
+    bodyWaitMs: number;
     batchRecords: number;
     payloadBytes: number;
     callIdsPerAdd: number;
@@ -76,6 +85,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logLevel: e.LOUPE_LOG_LEVEL,
     limits: {
       bodyBytes: e.LOUPE_MAX_BODY_BYTES,
+      jsonDepth: e.LOUPE_MAX_JSON_DEPTH,
+      bodyBudget: e.LOUPE_BODY_BUDGET_BYTES,
+      bodyWaitMs: e.LOUPE_BODY_WAIT_MS,
       batchRecords: e.LOUPE_MAX_BATCH,
       payloadBytes: e.LOUPE_MAX_PAYLOAD_BYTES,
       callIdsPerAdd: e.LOUPE_MAX_CALL_IDS,

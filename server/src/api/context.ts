@@ -1,9 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AuthUser } from '../auth/authenticate.ts';
 import type { AuthFailureLimiter } from '../auth/failure-limiter.ts';
 import type { ModelCatalog } from '../catalog/catalog.ts';
 import type { Config } from '../config.ts';
 import { forkEm, type Em, type Orm } from '../db/orm.ts';
 import type { SqlScope } from '../db/sql.ts';
+import { admittedUser } from '../http/admission.ts';
 import { requestLog, type Logger } from '../log.ts';
 
 /** What every request can reach: long-lived parts built once at start-up. */
@@ -26,19 +28,14 @@ export type Context = {
   /** Hand-written SQL outside any unit of work (authentication, progress, claim). */
   sql: SqlScope;
   requestId: string;
-  /**
-   * The client address failed authentications are counted against (Express's req.ip, which
-   * applies `trust proxy`: read only when there is a failure to count or check; a client that
-   * went away before that reads as 'unknown').
-   */
-  client: () => string;
-  authorization: string | undefined;
+  /** The caller, authenticated by the HTTP layer before the body was read (protected routes). */
+  admitted: AuthUser | undefined;
   /** The request's logger (made on first use). */
   log: () => Logger;
   res: ServerResponse;
 };
 
-type RequestWithId = IncomingMessage & { id?: string; ip?: string };
+type RequestWithId = IncomingMessage & { id?: string };
 
 /** One context for both doors (`/trpc` and REST), so behaviour cannot differ between them. */
 export function contextFactory(services: Services) {
@@ -50,8 +47,7 @@ export function contextFactory(services: Services) {
       em: () => (em ??= forkEm(services.orm)),
       sql: services.orm.em as Em,
       requestId: request.id ?? '',
-      client: () => request.ip ?? req.socket.remoteAddress ?? 'unknown',
-      authorization: req.headers.authorization,
+      admitted: admittedUser(req),
       log: () => requestLog(req) ?? services.log,
       res,
     };

@@ -4,24 +4,38 @@
 
 export type TextProblem = { path: (string | number)[]; message: string };
 
-/** The first string (or object key) of a JSON value that cannot be stored, or null. */
-export function findUnstorableText(value: unknown, path: (string | number)[] = []): TextProblem | null {
-  if (typeof value === 'string') return unstorable(value) ? { path, message: describe(value) } : null;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const found = findUnstorableText(value[i], [...path, i]);
-      if (found) return found;
-    }
-    return null;
-  }
-  if (value && typeof value === 'object') {
-    for (const [key, child] of Object.entries(value)) {
-      if (unstorable(key)) return { path: [...path, key], message: `key ${describe(key)}` };
-      const found = findUnstorableText(child, [...path, key]);
-      if (found) return found;
+/** A value still to look at, with the way back to the root (paths are built only for a problem). */
+type Pending = { value: unknown; key: string | number; parent: Pending | undefined };
+
+/**
+ * The first string (or object key) of a JSON value that cannot be stored, or null. Walks with an
+ * explicit stack, so any depth costs heap in proportion to the value, never the call stack.
+ */
+export function findUnstorableText(root: unknown): TextProblem | null {
+  const stack: Pending[] = [{ value: root, key: '', parent: undefined }];
+  while (stack.length) {
+    const node = stack.pop()!;
+    const value = node.value;
+    if (typeof value === 'string') {
+      if (unstorable(value)) return { path: pathOf(node), message: describe(value) };
+    } else if (Array.isArray(value)) {
+      for (let i = value.length - 1; i >= 0; i--) stack.push({ value: value[i], key: i, parent: node });
+    } else if (value !== null && typeof value === 'object') {
+      const keys = Object.keys(value);
+      for (let i = keys.length - 1; i >= 0; i--) {
+        const key = keys[i]!;
+        if (unstorable(key)) return { path: [...pathOf(node), key], message: `key ${describe(key)}` };
+        stack.push({ value: (value as Record<string, unknown>)[key], key, parent: node });
+      }
     }
   }
   return null;
+}
+
+function pathOf(node: Pending): (string | number)[] {
+  const path: (string | number)[] = [];
+  for (let at: Pending | undefined = node; at?.parent; at = at.parent) path.push(at.key);
+  return path.reverse();
 }
 
 function unstorable(text: string): boolean {

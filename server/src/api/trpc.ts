@@ -1,9 +1,6 @@
 import { initTRPC, TRPCError } from '@trpc/server';
 import type { OpenApiMeta } from 'trpc-to-openapi';
-import { parseAuthorization } from '../auth/credentials.ts';
-import { authenticate, type AuthUser } from '../auth/authenticate.ts';
 import { DomainError, invalid, tooLarge } from '../domain/errors.ts';
-import { MALFORMED_BODY, malformedJsonReason } from './malformed-body.ts';
 import type { Context } from './context.ts';
 import { normalizeError, reasonOf, zodIssues } from './error-policy.ts';
 import { fieldPath } from '@loupe/shared';
@@ -40,50 +37,24 @@ const normalized = t.procedure.use(async ({ next }) => underErrorPolicy(await ne
 export const publicProcedure = normalized;
 
 /**
- * Requires credentials before anything else is looked at (the contract's order of checks puts 401
- * first), and counts failures against the client for the 429 brake. Applies the error policy
- * itself rather than being stacked on `normalized`: every level of tRPC middleware copies the
- * call's options twice, and this one runs on every authenticated call.
+ * The caller of a protected procedure. Credentials were checked by the HTTP layer before the body
+ * was read (http/admission.ts); a call that reached here without them is refused (fail closed).
+ * Then the raw input is checked for text no database can store. Applies the error policy itself
+ * rather than being stacked on `normalized`: every level of tRPC middleware copies the call's
+ * options twice, and this one runs on every authenticated call.
  */
 export const protectedProcedure = t.procedure.use(async ({ ctx, getRawInput, next }) => {
-  let user: AuthUser;
+  const user = ctx.admitted;
   try {
-    user = await admittedUser(ctx, getRawInput);
+    if (!user) throw new DomainError('unauthenticated', 'Credentials are required.');
+    const problem = findUnstorableText(await getRawInput());
+    if (problem) throw invalid(`Invalid request at ${fieldPath(problem.path) || '(body)'}: text ${problem.message}.`);
   } catch (error) {
     throw normalizeError(error instanceof TRPCError ? error : new TRPCError({ code: 'INTERNAL_SERVER_ERROR', cause: error }));
   }
   // tRPC merges this into the context it has (a copy of every key; so no second copy here).
   return underErrorPolicy(await next({ ctx: { user } }));
 });
-
-/** The caller, once authenticated and its body found readable and storable; else a DomainError. */
-async function admittedUser(ctx: Context, getRawInput: () => Promise<unknown>): Promise<AuthUser> {
-  const { authFailures } = ctx.services;
-  const retryAfter = authFailures.quiet ? 0 : authFailures.retryAfterSeconds(ctx.client());
-  if (retryAfter > 0) {
-    throw new DomainError('rate_limited', 'Too many failed authentications from this client; retry later.', retryAfter);
-  }
-  const credentials = parseAuthorization(ctx.authorization);
-  const user = credentials ? await authenticate(ctx.sql, credentials) : null;
-  if (!user) {
-    // A request without an Authorization header is a challenge, not a guess: only tries count.
-    if (ctx.authorization !== undefined) authFailures.recordFailure(ctx.client());
-    throw new DomainError(
-      'unauthenticated',
-      credentials
-        ? 'The API key is unknown or revoked, or does not belong to that username.'
-        : 'Credentials are required: Authorization: Basic base64(<username>:<api key>) or Bearer <api key>.',
-    );
-  }
-  // After authentication (401 comes first), before the schema: a body that was not JSON, and
-  // text no database can store.
-  const raw = await getRawInput();
-  const malformed = (raw as { [MALFORMED_BODY]?: string } | undefined)?.[MALFORMED_BODY];
-  if (malformed !== undefined) throw new DomainError('malformed', malformedJsonReason(malformed));
-  const problem = findUnstorableText(raw);
-  if (problem) throw invalid(`Invalid request at ${fieldPath(problem.path) || '(body)'}: text ${problem.message}.`);
-  return user;
-}
 
 /**
  * Refuses a batch over the configured record limit with 413 before its elements are validated, so

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import express, { Router } from 'express';
+import express, { Router, type RequestHandler } from 'express';
 import { getAbsoluteFSPath } from 'swagger-ui-dist';
 import { RETRY_AFTER_UNAVAILABLE_SECONDS, UNAVAILABLE_REASON } from '../api/error-policy.ts';
 import { openApiDocument } from '../api/openapi.ts';
@@ -24,8 +24,8 @@ const DOCS_INDEX = `<!doctype html>
 `;
 const DOCS_INIT = `window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#swagger-ui', deepLinking: true });\n`;
 
-/** /health, /ready, /metrics, /openapi.json and /docs (Swagger UI from the npm package, no CDN). */
-export function operationsRouter(orm: Orm, metrics: Metrics): Router {
+/** /health, /ready, /metrics (with credentials), /openapi.json and /docs (Swagger UI from the npm package, no CDN). */
+export function operationsRouter(orm: Orm, metrics: Metrics, requireUser: RequestHandler): Router {
   const routes = Router();
   routes.get('/health', (_req, res) => {
     res.json({ status: 'ok' });
@@ -42,7 +42,8 @@ export function operationsRouter(orm: Orm, metrics: Metrics): Router {
         .json({ reason: UNAVAILABLE_REASON, code: 'SERVICE_UNAVAILABLE', request_id: req.id ?? null });
     }
   });
-  routes.get('/metrics', async (_req, res) => {
+  // Not a public route (contract 3): any valid API key may scrape it.
+  routes.get('/metrics', requireUser, async (_req, res) => {
     res.setHeader('Content-Type', metrics.registry.contentType);
     res.end(await metrics.registry.metrics());
   });

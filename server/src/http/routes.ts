@@ -1,20 +1,13 @@
-import { openApiDocument } from '../api/openapi.ts';
+import type { RouteTable } from './route-table.ts';
 
 const OPERATIONS = new Set(['/health', '/ready', '/metrics', '/openapi.json']);
 
 /**
  * Names the route a request took, for metric labels: the OpenAPI path template for REST routes,
- * `/trpc/<procedure>` for the typed door, so label cardinality stays bounded.
+ * `/trpc/<procedure>` for the typed door, `unmatched` for anything else, so label cardinality
+ * stays bounded whatever paths clients send.
  */
-export function routeNamer(): (method: string, path: string) => string {
-  const templates = Object.entries(openApiDocument().paths ?? {}).flatMap(([template, item]) =>
-    Object.keys(item ?? {}).map((method) => ({
-      method: method.toUpperCase(),
-      template,
-      pattern: new RegExp(`^${template.replace(/\{[^}]+\}/g, '[^/]+')}/?$`, 'i'),
-    })),
-  );
-  const procedures = new Set<string>();
+export function routeNamer(routes: RouteTable): (method: string, path: string) => string {
   // Paths repeat (polls, health checks); ids make them unbounded, so the memory is capped. Keyed
   // by method, then path: no key string is built per request.
   const seen = new Map<string, Map<string, string>>();
@@ -30,8 +23,11 @@ export function routeNamer(): (method: string, path: string) => string {
         seen.set(method, (paths = new Map()));
         remembered = 0;
       }
-      paths.set(path, route);
-      remembered++;
+      // Long paths are not kept: a cache entry must not hold kilobytes a client chose.
+      if (path.length <= 256) {
+        paths.set(path, route);
+        remembered++;
+      }
     }
     return route;
   };
@@ -39,11 +35,6 @@ export function routeNamer(): (method: string, path: string) => string {
   function name(method: string, path: string): string {
     if (OPERATIONS.has(path)) return path;
     if (path.startsWith('/docs')) return '/docs';
-    if (path.startsWith('/trpc/')) {
-      const name = path.slice('/trpc/'.length);
-      return procedures.has(name) || procedures.size < 1000 ? (procedures.add(name), `/trpc/${name}`) : '/trpc/other';
-    }
-    const match = templates.find((t) => (t.method === method || method === 'HEAD') && t.pattern.test(path));
-    return match ? match.template : 'unmatched';
+    return routes.label(method, path);
   }
 }

@@ -1,0 +1,108 @@
+import type { IncomingMessage } from 'node:http';
+import type { NextFunction, Request, Response } from 'express';
+import { getHTTPStatusCodeFromError } from '@trpc/server/http';
+import { TRPCError } from '@trpc/server';
+import type { Services } from '../api/context.ts';
+import { errorHeaders, normalizeError, reasonOf } from '../api/error-policy.ts';
+import { authenticate, type AuthUser } from '../auth/authenticate.ts';
+import { parseAuthorization } from '../auth/credentials.ts';
+import type { Em } from '../db/orm.ts';
+import { DomainError } from '../domain/errors.ts';
+import { requestLog } from '../log.ts';
+import { sendError } from './errors.ts';
+import { MAX_TRPC_BATCH, type RouteTable } from './route-table.ts';
+
+const USER = Symbol('loupe.user');
+type Admitted = IncomingMessage & { [USER]?: AuthUser };
+
+/** The user a request was admitted as (set before its body was read), if its route needs one. */
+export function admittedUser(req: IncomingMessage): AuthUser | undefined {
+  return (req as Admitted)[USER];
+}
+
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
+
+/**
+ * Decides, from the method, path and headers alone, whether a request may go on to have its body
+ * read: the route must name procedures (a body sent anywhere else is refused unread), the typed
+ * door's batches are bounded, and the credentials of a protected route are checked first — an
+ * anonymous client never gets a byte of its body parsed.
+ */
+export function admission(services: Services, routes: RouteTable) {
+  const requireUser = userRequirement(services);
+  return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
+    const hasBody = BODY_METHODS.has(req.method);
+    let needsUser: boolean;
+    if (req.path.startsWith('/trpc/')) {
+      const match = routes.trpc(req.path);
+      if (match.tooMany) {
+        res.setHeader('Connection', 'close');
+        return sendError(req, res, 400, 'BAD_REQUEST', `A batched request may name at most ${MAX_TRPC_BATCH} procedures.`);
+      }
+      if (match.unknown !== undefined) {
+        res.setHeader('Connection', 'close');
+        return sendError(req, res, 404, 'NOT_FOUND', `No procedure "${match.unknown.slice(0, 128)}".`);
+      }
+      needsUser = match.procedures.some((p) => p.protected);
+    } else {
+      const route = routes.rest(req.method, req.path);
+      if (!route) {
+        if (!hasBody) return next(); // the REST adapter or the 404 handler answers
+        res.setHeader('Connection', 'close');
+        return sendError(req, res, 404, 'NOT_FOUND', `No route ${req.method} ${req.path.slice(0, 256)}.`);
+      }
+      needsUser = route.protected;
+    }
+    if (!needsUser) return next();
+    return requireUser(req, res, next);
+  };
+}
+
+/**
+ * Authenticates a request from its Authorization header, before its body is read. A valid key is
+ * always admitted; failed tries are counted against the client and, past the limit, answered 429
+ * instead of 401. Also guards routes outside the router that need credentials (/metrics).
+ */
+export function userRequirement(services: Services) {
+  return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
+    try {
+      (req as Admitted)[USER] = await authenticated(services, req);
+    } catch (error) {
+      if (BODY_METHODS.has(req.method)) res.setHeader('Connection', 'close');
+      return sendFailure(req, res, error);
+    }
+    next();
+  };
+}
+
+async function authenticated(services: Services, req: Request): Promise<AuthUser> {
+  const header = req.headers.authorization;
+  const credentials = parseAuthorization(header);
+  const user = credentials ? await authenticate(services.orm.em as Em, credentials) : null;
+  if (user) return user;
+  // A request without an Authorization header is a challenge, not a guess: only tries count.
+  if (header !== undefined) {
+    const { authFailures } = services;
+    const client = req.ip ?? req.socket.remoteAddress ?? 'unknown';
+    const retryAfter = authFailures.retryAfterSeconds(client);
+    if (retryAfter > 0) {
+      throw new DomainError('rate_limited', 'Too many failed authentications from this client; retry later.', retryAfter);
+    }
+    authFailures.recordFailure(client);
+  }
+  throw new DomainError(
+    'unauthenticated',
+    credentials
+      ? 'The API key is unknown or revoked, or does not belong to that username.'
+      : 'Credentials are required: Authorization: Basic base64(<username>:<api key>) or Bearer <api key>.',
+  );
+}
+
+/** Any failure, answered through the same error policy as the procedures' errors. */
+function sendFailure(req: Request, res: Response, error: unknown): void {
+  const normalized = normalizeError(error instanceof TRPCError ? error : new TRPCError({ code: 'INTERNAL_SERVER_ERROR', cause: error }));
+  if (normalized.code === 'INTERNAL_SERVER_ERROR' || normalized.code === 'SERVICE_UNAVAILABLE') {
+    requestLog(req)?.error({ err: normalized.cause ?? normalized, code: normalized.code }, 'request failed');
+  }
+  sendError(req, res, getHTTPStatusCodeFromError(normalized), normalized.code, reasonOf(normalized), errorHeaders(normalized));
+}

@@ -1,0 +1,134 @@
+import { Semaphore, withTimeout, type SemaphoreInterface } from 'async-mutex';
+import type { NextFunction, Request, Response } from 'express';
+import { sendError } from './errors.ts';
+import { bodyWeight, measureJson, provisionalWeight } from './json-shape.ts';
+
+export type BodyLimits = {
+  /** Largest body in bytes (413 above). */
+  maxBytes: number;
+  /** Deepest nesting of objects and arrays (400 above). */
+  maxDepth: number;
+  /** The weight (bodyWeight) of all bodies being read or handled at once; one body's most, too. */
+  budget: number;
+  /** How long a body may wait for room in the budget before 503. */
+  waitMs: number;
+};
+
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+const BUSY = new Error('body budget wait timed out');
+
+/**
+ * Reads a JSON request body, after the request was admitted (route known, credentials checked),
+ * with bounded cost: no compressed bodies (an inflated body has no size a client declared);
+ * at most `maxBytes`; strict UTF-8; at most `maxDepth` levels; and the heap it will take
+ * (its weight) held within a budget shared by every request in flight until its response is
+ * done — a request that finds no room within `waitMs` is answered 503 with Retry-After.
+ */
+export function jsonBodyReader(limits: BodyLimits) {
+  const budget: SemaphoreInterface = withTimeout(new Semaphore(limits.budget), limits.waitMs, BUSY);
+
+  /** Holds `weight` of the budget until the response is done; false when there is no room. */
+  const reserve = async (res: Response, weight: number, priority = 0): Promise<boolean> => {
+    try {
+      const [, release] = await budget.acquire(weight, priority);
+      res.once('close', release);
+      return true;
+    } catch (error) {
+      if (error === BUSY) return false;
+      throw error;
+    }
+  };
+
+  return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
+    if (!BODY_METHODS.has(req.method)) return next();
+    const refuse = (status: number, code: string, reason: string, headers: Record<string, string> = {}) => {
+      // The body is left unread: close the connection rather than drain it.
+      res.setHeader('Connection', 'close');
+      for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+      sendError(req, res, status, code, reason);
+    };
+    const encoding = req.headers['content-encoding'];
+    if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
+      return refuse(415, 'UNSUPPORTED_MEDIA_TYPE', `Compressed request bodies are not accepted (Content-Encoding: ${encoding.slice(0, 32)}); send plain JSON.`);
+    }
+    const charset = /;\s*charset\s*=\s*"?([^";\s]*)/i.exec(req.headers['content-type'] ?? '')?.[1];
+    if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
+      return refuse(415, 'UNSUPPORTED_MEDIA_TYPE', `The request body must be UTF-8 JSON (charset ${charset.slice(0, 32)} is not accepted).`);
+    }
+    const declared = req.headers['content-length'] === undefined ? undefined : Number(req.headers['content-length']);
+    if (declared !== undefined && declared > limits.maxBytes) return refuse(413, 'PAYLOAD_TOO_LARGE', tooLargeReason(limits.maxBytes));
+    // Room for what the bytes will cost first: a body without a declared length may be as long as the limit.
+    let held = Math.min(provisionalWeight(declared ?? limits.maxBytes), limits.budget);
+    if (!(await reserve(res, held))) return refuse(503, 'SERVICE_UNAVAILABLE', BUSY_REASON, { 'Retry-After': '1' });
+
+    const bytes = await readBytes(req, declared, limits.maxBytes);
+    if (bytes === 'too large') return refuse(413, 'PAYLOAD_TOO_LARGE', tooLargeReason(limits.maxBytes));
+    if (bytes === 'aborted') return refuse(400, 'BAD_REQUEST', 'The request body was not received completely.');
+    if (bytes.length === 0) {
+      req.body = {};
+      return next();
+    }
+    const shape = measureJson(bytes, limits.maxDepth);
+    if (shape.depth > limits.maxDepth) {
+      return sendError(req, res, 400, 'BAD_REQUEST', `The request body nests objects and arrays deeper than ${limits.maxDepth} levels.`);
+    }
+    const weight = bodyWeight(bytes.length, shape);
+    if (weight > limits.budget) {
+      return sendError(req, res, 413, 'PAYLOAD_TOO_LARGE', `The request body (${bytes.length} bytes, ${shape.containers} objects and arrays, ${shape.separators + 1} values) would take more memory than one request may hold. Split it.`);
+    }
+    if (weight > held) {
+      // Ahead of bodies waiting to be read: this one already holds most of its share.
+      if (!(await reserve(res, weight - held, 1))) return sendError(req, res, 503, 'SERVICE_UNAVAILABLE', BUSY_REASON, { 'Retry-After': '1' });
+      held = weight;
+    }
+    let text: string;
+    try {
+      text = UTF8.decode(bytes);
+    } catch {
+      return sendError(req, res, 400, 'BAD_REQUEST', 'The request body is not valid UTF-8.');
+    }
+    try {
+      req.body = JSON.parse(text);
+    } catch (error) {
+      return sendError(req, res, 400, 'PARSE_ERROR', malformedJsonReason((error as Error).message));
+    }
+    next();
+  };
+}
+
+function malformedJsonReason(detail: string): string {
+  return `Malformed JSON in the request body: ${detail}.`;
+}
+
+const BUSY_REASON = 'The server is handling as many large requests as it can hold; retry shortly.';
+
+function tooLargeReason(maxBytes: number): string {
+  return `The request body is larger than the server accepts (${maxBytes} bytes).`;
+}
+
+/** The whole body as one buffer, or why not. A declared length is read into place (no copies). */
+function readBytes(req: Request, declared: number | undefined, maxBytes: number): Promise<Buffer | 'too large' | 'aborted'> {
+  return new Promise((resolve) => {
+    const into = declared !== undefined && declared > 0 ? Buffer.allocUnsafe(declared) : undefined;
+    const chunks: Buffer[] = [];
+    let received = 0;
+    const finish = (result: Buffer | 'too large' | 'aborted') => {
+      req.off('data', onData).off('end', onEnd).off('aborted', onAborted).off('error', onAborted);
+      if (typeof result === 'string') req.pause();
+      resolve(result);
+    };
+    const onData = (chunk: Buffer) => {
+      if (received + chunk.length > (declared ?? maxBytes)) return finish('too large');
+      if (into) chunk.copy(into, received);
+      else chunks.push(chunk);
+      received += chunk.length;
+    };
+    const onEnd = () => {
+      if (into) return finish(received === into.length ? into : 'aborted');
+      finish(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received));
+    };
+    const onAborted = () => finish('aborted');
+    req.on('data', onData).on('end', onEnd).on('aborted', onAborted).on('error', onAborted);
+  });
+}
