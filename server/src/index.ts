@@ -1,5 +1,5 @@
 export { startServer, type RunningServer } from './server.ts';
-export { loadConfig, type Config } from './config.ts';
+export { loadConfig, ConfigError, type Config } from './config.ts';
 export { openDatabase, migrate, dialectOf, forkEm, type Orm, type Em } from './db/orm.ts';
 export { parseCatalog, CatalogError } from './catalog/catalog.ts';
 export { createLogger } from './log.ts';
