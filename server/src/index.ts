@@ -6,3 +6,6 @@ export { createLogger } from './log.ts';
 export type { AppRouter, RouterInputs, RouterOutputs } from './api/router.ts';
 export { createUser, createKey, revokeKey, addMember, listKeys } from './admin/commands.ts';
 export { sqlRows, sqlRun, sqlTransaction } from './db/sql.ts';
+export { AuthBrake, type FailureCounts } from './auth/brake.ts';
+export { MemoryFailureCounts } from './auth/brake-memory.ts';
+export { PostgresFailureCounts } from './auth/brake-postgres.ts';

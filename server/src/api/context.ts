@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AuthFailureLimiter } from '../auth/failure-limiter.ts';
+import type { AuthBrake } from '../auth/brake.ts';
 import type { ModelCatalog } from '../catalog/catalog.ts';
 import type { Config } from '../config.ts';
 import { forkEm, type Em, type Orm } from '../db/orm.ts';
@@ -12,7 +12,7 @@ export type Services = {
   orm: Orm;
   log: Logger;
   catalog: ModelCatalog;
-  authFailures: AuthFailureLimiter;
+  authFailures: AuthBrake;
 };
 
 export type Context = {
@@ -28,8 +28,8 @@ export type Context = {
   requestId: string;
   /**
    * The client address failed authentications are counted against (Express's req.ip, which
-   * applies `trust proxy`: read only when there is a failure to count or check; a client that
-   * went away before that reads as 'unknown').
+   * applies `trust proxy`: read only when there is a failure to count; a client that went away
+   * before that reads as 'unknown').
    */
   client: () => string;
   authorization: string | undefined;

@@ -58,16 +58,15 @@ export const protectedProcedure = t.procedure.use(async ({ ctx, getRawInput, nex
 
 /** The caller, once authenticated and its body found readable and storable; else a DomainError. */
 async function admittedUser(ctx: Context, getRawInput: () => Promise<unknown>): Promise<AuthUser> {
-  const { authFailures } = ctx.services;
-  const retryAfter = authFailures.quiet ? 0 : authFailures.retryAfterSeconds(ctx.client());
-  if (retryAfter > 0) {
-    throw new DomainError('rate_limited', 'Too many failed authentications from this client; retry later.', retryAfter);
-  }
   const credentials = parseAuthorization(ctx.authorization);
   const user = credentials ? await authenticate(ctx.sql, credentials) : null;
   if (!user) {
     // A request without an Authorization header is a challenge, not a guess: only tries count.
-    if (ctx.authorization !== undefined) authFailures.recordFailure(ctx.client());
+    // Valid credentials never reach the brake, so it cannot lock out a user who shares an address.
+    const retryAfter = ctx.authorization === undefined ? 0 : await ctx.services.authFailures.recordFailure(ctx.client());
+    if (retryAfter > 0) {
+      throw new DomainError('rate_limited', 'Too many failed authentications from this client; retry later.', retryAfter);
+    }
     throw new DomainError(
       'unauthenticated',
       credentials
