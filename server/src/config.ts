@@ -1,4 +1,5 @@
 import { fileURLToPath } from 'node:url';
+import proxyAddr from 'proxy-addr';
 import { z } from 'zod';
 
 const DEFAULT_CATALOG = fileURLToPath(new URL('./catalog/default-models.json', import.meta.url));
@@ -11,6 +12,35 @@ const int = (min: number, max: number) =>
     .pipe(z.int().min(min).max(max));
 
 const bool = z.enum(['true', 'false', '1', '0']).transform((value) => value === 'true' || value === '1');
+
+/**
+ * Which proxies' X-Forwarded-For entries name the client (Express's `trust proxy`): `false`, a hop
+ * count, or addresses/CIDRs/preset names (`loopback`, `linklocal`, `uniquelocal`). Not `true`,
+ * which trusts every entry, so that any client could pick the address the brake counts against.
+ */
+const TrustProxy = z.string().transform((value, ctx): false | number | string[] => {
+  const text = value.trim();
+  if (text === 'false') return false;
+  if (/^[0-9]+$/.test(text)) return Number(text);
+  if (/^true$/i.test(text)) {
+    ctx.addIssue({
+      code: 'custom',
+      message:
+        '"true" would trust every X-Forwarded-For entry, so any client could choose its own address; ' +
+        'write the number of proxies in front of the server (e.g. 1) or their addresses (e.g. 10.0.0.0/8,loopback)',
+    });
+    return z.NEVER;
+  }
+  const list = text.split(',').map((entry) => entry.trim());
+  try {
+    if (list.includes('')) throw new TypeError('empty entry');
+    proxyAddr.compile(list); // the parser Express uses for this setting
+    return list;
+  } catch (error) {
+    ctx.addIssue({ code: 'custom', message: `must be false, a hop count or a comma-separated list of addresses/CIDRs (${(error as Error).message})` });
+    return z.NEVER;
+  }
+});
 
 const DatabaseUrl = z
   .string()
@@ -38,7 +68,7 @@ const Env = z.object({
   LOUPE_DB_POOL_SIZE: int(1, 1000).default(10),
   LOUPE_SHUTDOWN_TIMEOUT_MS: int(0, 600_000).default(10_000),
   LOUPE_CATALOG_WATCH: bool.default(true),
-  LOUPE_TRUST_PROXY: bool.default(false),
+  LOUPE_TRUST_PROXY: TrustProxy.default(false),
 });
 
 export type Config = {
@@ -64,7 +94,8 @@ export type Config = {
   dbPoolSize: number;
   shutdownTimeoutMs: number;
   watchCatalog: boolean;
-  trustProxy: boolean;
+  /** Express's `trust proxy`: false, a hop count, or addresses/CIDRs. */
+  trustProxy: false | number | string[];
 };
 
 export class ConfigError extends Error {}

@@ -1,10 +1,10 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { AuthFailureLimiter } from './auth/failure-limiter.ts';
+import { createAuthBrake } from './auth/brake.ts';
 import { ModelCatalog } from './catalog/catalog.ts';
 import type { Config } from './config.ts';
-import { openDatabase } from './db/orm.ts';
+import { dialectOf, openDatabase } from './db/orm.ts';
 import { createLogger, type Logger } from './log.ts';
 import { createApp } from './app.ts';
 import type { Services } from './api/context.ts';
@@ -24,7 +24,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     orm,
     log,
     catalog,
-    authFailures: new AuthFailureLimiter(config.limits.authFailuresPerMinute),
+    authFailures: createAuthBrake(orm, dialectOf(config.databaseUrl), { limit: config.limits.authFailuresPerMinute }, log),
   };
   if (config.watchCatalog) catalog.watch();
   const { listener, drained } = createApp(services);

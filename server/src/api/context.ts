@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AuthUser } from '../auth/authenticate.ts';
-import type { AuthFailureLimiter } from '../auth/failure-limiter.ts';
+import type { AuthBrake } from '../auth/brake.ts';
 import type { ModelCatalog } from '../catalog/catalog.ts';
 import type { Config } from '../config.ts';
 import { forkEm, type Em, type Orm } from '../db/orm.ts';
@@ -14,7 +14,7 @@ export type Services = {
   orm: Orm;
   log: Logger;
   catalog: ModelCatalog;
-  authFailures: AuthFailureLimiter;
+  authFailures: AuthBrake;
 };
 
 export type Context = {

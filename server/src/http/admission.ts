@@ -81,14 +81,12 @@ async function authenticated(services: Services, req: Request): Promise<AuthUser
   const user = credentials ? await authenticate(services.orm.em as Em, credentials) : null;
   if (user) return user;
   // A request without an Authorization header is a challenge, not a guess: only tries count.
+  // Valid credentials never reach the brake, so it cannot lock out a user who shares an address.
   if (header !== undefined) {
-    const { authFailures } = services;
-    const client = req.ip ?? req.socket.remoteAddress ?? 'unknown';
-    const retryAfter = authFailures.retryAfterSeconds(client);
+    const retryAfter = await services.authFailures.recordFailure(req.ip ?? req.socket.remoteAddress ?? 'unknown');
     if (retryAfter > 0) {
       throw new DomainError('rate_limited', 'Too many failed authentications from this client; retry later.', retryAfter);
     }
-    authFailures.recordFailure(client);
   }
   throw new DomainError(
     'unauthenticated',

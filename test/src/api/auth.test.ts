@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { forkEm, revokeKey } from '@loupe/server';
+import { forkEm, revokeKey, sqlRun, type Em } from '@loupe/server';
 import { describeEachBackend } from '../harness/backends.ts';
 import { basic, client, createUser, rest } from '../harness/http.ts';
 import { startTestServer, type TestServer } from '../harness/server.ts';
@@ -47,26 +47,92 @@ describeEachBackend('authentication', (backend) => {
   });
 });
 
-describe('failed-authentication brake', () => {
+const LOCAL = '127.0.0.1';
+const LIMIT = 20;
+
+describeEachBackend('failed-authentication brake', (backend) => {
   let server: TestServer;
   beforeAll(async () => {
-    server = await startTestServer('sqlite');
+    server = await startTestServer(backend);
   });
   afterAll(() => server?.stop());
+  const counted = (client: string) => server.server.services.authFailures.current(client);
 
-  it('answers 429 with Retry-After after 20 failed attempts from one client in a minute', async () => {
+  it('answers 429 with Retry-After to bad credentials past the limit, and 200 to a valid key from the same address', async () => {
     const dave = await createUser(server);
-    for (let i = 0; i < 20; i++) {
-      expect((await rest(server, 'GET', '/me', { key: `lp_wrong${i}` })).status).toBe(401);
+    // Without a trusted proxy, X-Forwarded-For is ignored: rotating it does not escape the count.
+    for (let i = 0; i < LIMIT; i++) {
+      const reply = await rest(server, 'GET', '/me', { key: `lp_wrong${i}`, headers: { 'x-forwarded-for': `198.51.100.${i}` } });
+      expect(reply.status).toBe(401);
     }
+    expect(await counted(LOCAL)).toBe(LIMIT);
+    expect(await counted('198.51.100.0')).toBe(0);
+
     const blocked = await rest(server, 'GET', '/me', { key: 'lp_wrong20' });
     expect(blocked.status).toBe(429);
     expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(0);
     expect(Number(blocked.headers.get('retry-after'))).toBeLessThanOrEqual(60);
-    expect(blocked.body).toMatchObject({ code: 'TOO_MANY_REQUESTS', reason: expect.stringMatching(/too many failed/i) });
-    // The brake holds for valid credentials from that client too, until the minute has passed.
-    expect((await rest(server, 'GET', '/me', { key: dave.api_key })).status).toBe(429);
+    expect(blocked.body).toMatchObject({ code: 'TOO_MANY_REQUESTS', reason: expect.stringMatching(/too many failed/i), request_id: expect.any(String) });
+    expect((await rest(server, 'GET', '/me', { headers: { authorization: 'Bearer lp_wrong21' } })).status).toBe(429);
+    expect(await counted(LOCAL)).toBe(LIMIT + 2);
+
+    // A valid key is never refused by the brake, through either door, and is not counted.
+    for (const authorization of [basic(dave.api_key), `Bearer ${dave.api_key}`]) {
+      const me = await rest(server, 'GET', '/me', { headers: { authorization } });
+      expect(me.status).toBe(200);
+      expect(me.body).toMatchObject({ user_id: dave.user_id, username: dave.username });
+    }
+    expect(await client(server, dave.api_key).me.read.query({})).toMatchObject({ user_id: dave.user_id });
+    // A request without credentials is a challenge (401), not counted.
+    expect((await rest(server, 'GET', '/me')).status).toBe(401);
+    expect(await counted(LOCAL)).toBe(LIMIT + 2);
     // Public routes are not braked.
     expect((await rest(server, 'GET', '/inference/router/partner/models')).status).toBe(200);
   });
+
+  it.skipIf(backend === 'sqlite')('answers 401 to bad credentials and 200 to a valid key when the count cannot be kept', async () => {
+    const erin = await createUser(server);
+    const orm = server.server.services.orm;
+    await sqlRun(orm.em as Em, 'alter table auth_failures rename to auth_failures_away');
+    try {
+      const bad = await rest(server, 'GET', '/me', { key: 'lp_wrong_db' });
+      expect(bad.status).toBe(401);
+      expect(bad.body).toMatchObject({ code: 'UNAUTHORIZED', reason: expect.any(String) });
+      expect((await rest(server, 'GET', '/me', { key: erin.api_key })).status).toBe(200);
+      expect(server.logs.some((line) => line.level === 40 && /brake/.test(String(line.msg)))).toBe(true);
+    } finally {
+      await sqlRun(orm.em as Em, 'alter table auth_failures_away rename to auth_failures');
+    }
+  });
+});
+
+describeEachBackend('failed-authentication brake behind a proxy (LOUPE_TRUST_PROXY)', (backend) => {
+  for (const trustProxy of ['1', 'loopback']) {
+    describe(`LOUPE_TRUST_PROXY=${trustProxy}`, () => {
+      let server: TestServer;
+      beforeAll(async () => {
+        server = await startTestServer(backend, { LOUPE_TRUST_PROXY: trustProxy });
+      });
+      afterAll(() => server?.stop());
+      const counted = (client: string) => server.server.services.authFailures.current(client);
+
+      it('counts the address the proxy appended, whatever the client wrote before it', async () => {
+        const frank = await createUser(server);
+        const via = (spoofed: string, client: string) => ({ 'x-forwarded-for': `${spoofed}, ${client}` });
+        for (let i = 0; i < LIMIT; i++) {
+          expect((await rest(server, 'GET', '/me', { key: `lp_wrong${i}`, headers: via(`10.9.${i}.1, 192.0.2.${i}`, '203.0.113.7') })).status).toBe(401);
+        }
+        const blocked = await rest(server, 'GET', '/me', { key: 'lp_wrong20', headers: via('10.9.99.1', '203.0.113.7') });
+        expect(blocked.status).toBe(429);
+        expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(0);
+        expect(await counted('203.0.113.7')).toBe(LIMIT + 1);
+        expect(await counted('10.9.0.1')).toBe(0);
+        expect(await counted(LOCAL)).toBe(0);
+        // Another client behind the same proxy is not braked, and a valid key never is.
+        expect((await rest(server, 'GET', '/me', { key: 'lp_wrong', headers: { 'x-forwarded-for': '203.0.113.8' } })).status).toBe(401);
+        expect(await counted('203.0.113.8')).toBe(1);
+        expect((await rest(server, 'GET', '/me', { key: frank.api_key, headers: via('10.9.0.1', '203.0.113.7') })).status).toBe(200);
+      });
+    });
+  }
 });

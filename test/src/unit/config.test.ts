@@ -1,0 +1,36 @@
+import { ConfigError, loadConfig } from '@loupe/server';
+import { describe, expect, it } from 'vitest';
+
+describe('LOUPE_TRUST_PROXY', () => {
+  const trustProxy = (value?: string) => loadConfig(value === undefined ? {} : { LOUPE_TRUST_PROXY: value }).trustProxy;
+
+  it('is off by default and with "false"', () => {
+    expect(trustProxy()).toBe(false);
+    expect(trustProxy('')).toBe(false);
+    expect(trustProxy('false')).toBe(false);
+  });
+
+  it('takes a hop count, as a number (Express reads a string as an address list)', () => {
+    expect(trustProxy('1')).toBe(1);
+    expect(trustProxy('0')).toBe(0);
+    expect(trustProxy('3')).toBe(3);
+  });
+
+  it('takes a comma-separated list of addresses, CIDRs and preset names', () => {
+    expect(trustProxy('10.0.0.0/8, 192.168.1.7,loopback, fd00::/8')).toEqual(['10.0.0.0/8', '192.168.1.7', 'loopback', 'fd00::/8']);
+  });
+
+  it('refuses "true" at start-up, saying why and what to write instead', () => {
+    for (const value of ['true', 'TRUE', ' true ']) {
+      expect(() => trustProxy(value)).toThrow(ConfigError);
+      expect(() => trustProxy(value)).toThrow(/LOUPE_TRUST_PROXY: .*every X-Forwarded-For entry.*any client could choose its own address.*number of proxies.*\(e\.g\. 1\).*addresses/);
+    }
+  });
+
+  it('refuses an entry that is not an address, CIDR or preset, naming it', () => {
+    expect(() => trustProxy('10.0.0.0/33')).toThrow(/LOUPE_TRUST_PROXY: .*invalid range on address: 10\.0\.0\.0\/33/);
+    expect(() => trustProxy('proxy.internal')).toThrow(/LOUPE_TRUST_PROXY: .*invalid IP address: proxy\.internal/);
+    expect(() => trustProxy('10.0.0.1,,10.0.0.2')).toThrow(/LOUPE_TRUST_PROXY: .*empty entry/);
+    expect(() => trustProxy('-1')).toThrow(ConfigError);
+  });
+});
