@@ -4,7 +4,9 @@ import { Timestamp } from './time.ts';
 
 export const SpecName = z.string().regex(/^[A-Za-z0-9._-]{1,128}$/, 'must be 1-128 of [A-Za-z0-9._-]');
 /** A JSON Schema, as a JSON object; the server compiles it. */
-export const FieldSchema = z.record(z.string(), z.json()).meta({ description: 'a JSON Schema (draft 2020-12)' });
+export const FieldSchema = z.record(z.string(), z.json()).meta({
+  description: 'a JSON Schema (draft 2020-12): at most 16 KiB of JSON, 32 levels deep and 16 distinct patterns; patterns run on RE2',
+});
 
 export const AnnotationSpecCreateReq = z.strictObject({
   project_id: ProjectId,

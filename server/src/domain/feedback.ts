@@ -1,11 +1,11 @@
-import type { Feedback, FeedbackCreateReq, FeedbackCreateRes, FeedbackQueryReq } from '@loupe/shared';
+import { objectRef, type Feedback, type FeedbackCreateReq, type FeedbackCreateRes, type FeedbackQueryReq } from '@loupe/shared';
 import type { ValidateFunction } from 'ajv';
 import type { AuthUser } from '../auth/authenticate.ts';
 import { AnnotationQueueRecord, AnnotationSpecRecord } from '../db/entities.ts';
 import type { Em } from '../db/orm.ts';
 import { isoFromSql, jsonFromSql, onPostgres, placeholders, sqlDate, sqlRows, sqlRun } from '../db/sql.ts';
 import { ensureProject, requireProjectAccess } from './access.ts';
-import { conflict, invalid, notFound } from './errors.ts';
+import { conflict, DomainError, invalid, notFound } from './errors.ts';
 import { checkFeedback, lookupsNeeded, type FeedbackLookups } from './feedback-rules.ts';
 import { contentHash, firstPositions } from './idempotency.ts';
 import { compileFieldSchema } from './json-schema.ts';
@@ -67,7 +67,15 @@ async function loadLookups(em: Em, batch: readonly FeedbackCreateReq[]): Promise
     const rows = await em.find(AnnotationSpecRecord, { $or: wanted.map(([projectId, name, digest]) => ({ projectId, name, digest })) });
     for (const row of rows) {
       const cacheKey = `${row.projectId}/${row.name}:${row.digest}`;
-      specs.set(`${row.projectId}\u0000${row.name}\u0000${row.digest}`, compileFieldSchema(row.fieldSchema, cacheKey));
+      let validate: ValidateFunction;
+      try {
+        validate = compileFieldSchema(row.fieldSchema, cacheKey);
+      } catch (error) {
+        // A spec stored before the present bounds on field_schema is refused as a new one would be.
+        if (!(error instanceof DomainError)) throw error;
+        throw invalid(`annotation spec ${objectRef(row.projectId, row.name, row.digest)} can no longer be used: ${error.message}`);
+      }
+      specs.set(`${row.projectId}\u0000${row.name}\u0000${row.digest}`, validate);
     }
   }
   if (queues.size) {

@@ -93,6 +93,108 @@ describeEachBackend('annotation specs', (backend) => {
     expect(await specsOf(projectId)).toEqual([]);
   });
 
+  it('refuses a pattern that RE2 cannot run (lookaround, backreference) with a 400 naming the pattern, storing nothing', async () => {
+    const projectId = 'acme/patterns';
+    const patterns = ['(?=a)b', '(?!a)b', '(?<=a)b', '(?<!a)b', '(a)\\1', '(?<n>a)\\k<n>'];
+    const schemas = [
+      ...patterns.map((pattern) => ({ pattern, schema: { type: 'string', pattern } })),
+      // The same rules hold for patternProperties, and for a pattern deep in the schema.
+      { pattern: '^x(?=y)', schema: { type: 'object', patternProperties: { '^x(?=y)': { type: 'integer' } } } },
+      { pattern: '(a)\\1', schema: { type: 'array', items: { type: 'object', properties: { n: { type: 'string', pattern: '(a)\\1' } } } } },
+    ];
+    for (const { pattern, schema } of schemas) {
+      const reply = await createSpec({ project_id: projectId, name: 'pattern', field_schema: schema });
+      expect(reply.status, pattern).toBe(400);
+      expect(reply.body.code).toBe('BAD_REQUEST');
+      expect(reply.body.reason, pattern).toContain(`field_schema pattern ${JSON.stringify(pattern)}`);
+      expect(reply.body.reason, pattern).toMatch(/RE2|backreference/);
+    }
+    // A pattern that is not an ECMAScript regular expression at all.
+    const broken = await createSpec({ project_id: projectId, name: 'pattern', field_schema: { type: 'string', pattern: '(' } });
+    expect(broken.status, broken.text).toBe(400);
+    expect(broken.body.reason).toMatch(/field_schema.*pattern/);
+    expect(await specsOf(projectId)).toEqual([]);
+    // What RE2 runs is accepted, ECMAScript escapes and named groups included.
+    const fine = { type: 'string', pattern: '^(?<word>\\w+)-\\u00e9\\d{2,3}$' };
+    expect((await createSpec({ project_id: projectId, name: 'pattern', field_schema: fine })).status).toBe(200);
+    expect((await specsOf(projectId)).map((spec) => spec.field_schema)).toEqual([fine]);
+  });
+
+  it(`refuses a field_schema over ${16 * 1024} bytes of JSON or ${32} levels deep with a 400 saying the bound, storing nothing`, async () => {
+    const projectId = 'acme/bounds';
+    /** An enum schema whose JSON is exactly `bytes` long. */
+    const ofBytes = (bytes: number) => {
+      const schema = { enum: ['x'] };
+      schema.enum[0] = 'x'.repeat(bytes - JSON.stringify(schema).length + 1);
+      expect(Buffer.byteLength(JSON.stringify(schema))).toBe(bytes);
+      return schema;
+    };
+    /** A schema whose objects and arrays nest `levels` deep (the schema itself is level 1). */
+    const ofDepth = (levels: number) => {
+      // The innermost schema and its `enum` array are two levels; each `items` adds one.
+      let schema: Record<string, unknown> = { type: 'integer', enum: [1] };
+      for (let level = 2; level < levels; level++) schema = { type: 'array', items: schema };
+      return schema;
+    };
+    const tooBig = await createSpec({ project_id: projectId, name: 'big', field_schema: ofBytes(16 * 1024 + 1) });
+    expect(tooBig.status, tooBig.text).toBe(400);
+    expect(tooBig.body.reason).toBe('field_schema is 16385 bytes as JSON; at most 16384 are allowed.');
+    const tooDeep = await createSpec({ project_id: projectId, name: 'deep', field_schema: ofDepth(33) });
+    expect(tooDeep.status, tooDeep.text).toBe(400);
+    expect(tooDeep.body.reason).toBe('field_schema is nested more than 32 levels deep (objects and arrays); at most 32 are allowed.');
+    expect(await specsOf(projectId)).toEqual([]);
+    // Exactly at the bounds is accepted.
+    const big = ofBytes(16 * 1024);
+    const deep = ofDepth(32);
+    expect((await createSpec({ project_id: projectId, name: 'big', field_schema: big })).status).toBe(200);
+    expect((await createSpec({ project_id: projectId, name: 'deep', field_schema: deep })).status).toBe(200);
+    expect((await specsOf(projectId)).map((spec) => spec.field_schema)).toEqual([big, deep]);
+  });
+
+  it('refuses what would run V8 RegExps on values or reach outside the schema: formats regex and url, another $schema, a remote $ref, too many patterns', async () => {
+    const projectId = 'acme/refused';
+    const cases: { schema: Record<string, unknown>; says: string }[] = [
+      { schema: { type: 'string', format: 'regex' }, says: 'unknown format "regex"' },
+      { schema: { type: 'string', format: 'url' }, says: 'unknown format "url"' },
+      { schema: { $schema: 'http://json-schema.org/draft-07/schema#', type: 'string' }, says: '$schema must be "https://json-schema.org/draft/2020-12/schema"' },
+      // A pointer into the meta-schemas would check the schema against that part only.
+      { schema: { $schema: 'https://json-schema.org/draft/2020-12/meta/core', type: 'objekt' }, says: '$schema must be' },
+      { schema: { $ref: 'https://json-schema.org/draft/2019-09/schema' }, says: "can't resolve reference https://json-schema.org/draft/2019-09/schema" },
+      { schema: { $ref: 'http://127.0.0.1:9/schema.json' }, says: "can't resolve reference http://127.0.0.1:9/schema.json" },
+      {
+        schema: { type: 'object', patternProperties: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`^p${i}_`, { type: 'integer' }])) },
+        says: 'field_schema has more than 16 distinct patterns',
+      },
+    ];
+    for (const { schema, says } of cases) {
+      const reply = await createSpec({ project_id: projectId, name: 'refused', field_schema: schema });
+      expect(reply.status, says).toBe(400);
+      expect(reply.body.code).toBe('BAD_REQUEST');
+      expect(reply.body.reason).toContain('field_schema');
+      expect(reply.body.reason).toContain(says);
+    }
+    expect(await specsOf(projectId)).toEqual([]);
+    // The formats that remain work, and sixteen patterns are allowed.
+    const sixteen = { type: 'object', patternProperties: Object.fromEntries(Array.from({ length: 16 }, (_, i) => [`^p${i}_`, { type: 'integer' }])) };
+    const email = { $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'string', format: 'email' };
+    expect((await createSpec({ project_id: projectId, name: 'email', field_schema: email })).status).toBe(200);
+    expect((await createSpec({ project_id: projectId, name: 'sixteen', field_schema: sixteen })).status).toBe(200);
+    expect((await specsOf(projectId)).map((spec) => spec.name)).toEqual(['email', 'sixteen']);
+  });
+
+  it('stores the same $id in two entities, and twice in one project: a schema id is never registered globally', async () => {
+    const globex = await createUser(server, { entity: 'globex', role: 'member' });
+    const id = 'https://loupe.example/schemas/rubric';
+    const acmeSpec = await createSpec({ project_id: 'acme/ids', name: 'rubric', field_schema: { $id: id, type: 'integer' } });
+    expect(acmeSpec.status, acmeSpec.text).toBe(200);
+    const globexSpec = await createSpec({ project_id: 'globex/ids', name: 'rubric', field_schema: { $id: id, type: 'string' } }, globex.api_key);
+    expect(globexSpec.status, globexSpec.text).toBe(200);
+    const secondVersion = await createSpec({ project_id: 'acme/ids', name: 'rubric', field_schema: { $id: id, type: 'boolean' } });
+    expect(secondVersion.status, secondVersion.text).toBe(200);
+    expect((await specsOf('acme/ids')).map((spec) => spec.field_schema.type).sort()).toEqual(['boolean', 'integer']);
+    expect((await querySpecs({ project_id: 'globex/ids' }, globex.api_key)).body.specs.map((spec: any) => spec.field_schema)).toEqual([{ $id: id, type: 'string' }]);
+  });
+
   it('refuses a bad name, and a write by a viewer', async () => {
     for (const name of ['', 'has space', 'a/b', 'x:y', 'n'.repeat(129)]) {
       const reply = await createSpec({ project_id: 'acme/names', name, field_schema: SCORE });

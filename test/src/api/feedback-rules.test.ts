@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeEachBackend } from '../harness/backends.ts';
+import { withClient } from '../harness/databases.ts';
 import {
   batchCreate,
   callRefOf,
@@ -375,6 +377,103 @@ describeEachBackend('feedback rules', (backend) => {
       { feedback_type: 'svc.annotation.score', annotation_ref: ref, call_ref: callRefOf(GOOD, 'c1'), payload: { value: 1, comment: 'bad' } },
       { value: 1, comment: 'bad' },
     );
+  });
+
+  it('svc.annotation.<name>: a catastrophic pattern runs in linear time; the value is answered within 100 ms, /health meanwhile', async () => {
+    const schema = { type: 'string', pattern: '^(a+)+$' };
+    const rules = await createSpec(server, member.api_key, RULES, 'redos', schema);
+    const good = await createSpec(server, member.api_key, GOOD, 'redos', schema);
+    // V8's backtracking engine took 107 s for this value, the whole process frozen.
+    const evil = element({ feedback_type: 'svc.annotation.redos', annotation_ref: rules.ref, payload: { value: `${'a'.repeat(40)}!` } });
+    const started = performance.now();
+    const [reply, health] = await Promise.all([batchCreate(server, member.api_key, [evil]), rest(server, 'GET', '/health')]);
+    const elapsed = performance.now() - started;
+    expect(reply.status, reply.text).toBe(400);
+    expect(reply.body.reason).toBe(`batch[0].payload.value does not match the spec's field_schema: (value) must match pattern "^(a+)+$".`);
+    expect(health.status).toBe(200);
+    expect(elapsed).toBeLessThan(100);
+    expect(await queryFeedback(server, member.api_key, RULES, { limit: 10_000 })).toEqual([]);
+    // A value that matches is stored.
+    await expectStored({ feedback_type: 'svc.annotation.redos', annotation_ref: good.ref, payload: { value: 'a'.repeat(40) } }, { value: 'a'.repeat(40) });
+  });
+
+  it('svc.annotation.<name>: specs of two entities with the same $id each validate by their own schema', async () => {
+    const globex = await createUser(server, { entity: 'globex', role: 'member' });
+    const id = 'https://loupe.example/schemas/verdict';
+    const acme = await createSpec(server, member.api_key, GOOD, 'verdict', { $id: id, type: 'integer', minimum: 1 });
+    const theirs = await createSpec(server, globex.api_key, 'globex/good', 'verdict', { $id: id, type: 'string', enum: ['yes', 'no'] });
+    const verdict = (projectId: string, ref: string, value: unknown) =>
+      freeForm(projectId, { feedback_type: 'svc.annotation.verdict', annotation_ref: ref, payload: { value } });
+
+    await expectStored({ feedback_type: 'svc.annotation.verdict', annotation_ref: acme.ref, payload: { value: 3 } }, { value: 3 });
+    const acmeWrong = await batchCreate(server, member.api_key, [verdict(GOOD, acme.ref, 'yes')]);
+    expect(acmeWrong.status, acmeWrong.text).toBe(400);
+    expect(acmeWrong.body.reason).toContain('must be integer');
+
+    const stored = verdict('globex/good', theirs.ref, 'yes');
+    const theirsRight = await batchCreate(server, globex.api_key, [stored]);
+    expect(theirsRight.status, theirsRight.text).toBe(200);
+    const theirsWrong = await batchCreate(server, globex.api_key, [verdict('globex/good', theirs.ref, 3)]);
+    expect(theirsWrong.status, theirsWrong.text).toBe(400);
+    expect(theirsWrong.body.reason).toContain('must be string');
+    const globexRecords = await queryFeedback(server, globex.api_key, 'globex/good', { limit: 10_000 });
+    expect(globexRecords.map((record) => [record.id, record.payload])).toEqual([[stored.id, { value: 'yes' }]]);
+  });
+
+  it('svc.annotation.<name>: a spec not compiled by this process is compiled from storage, under the same rules', async () => {
+    // Rows written straight into the table, as specs stored before these rules were.
+    const insertSpec = async (projectId: string, name: string, digest: string, fieldSchema: unknown) => {
+      const sql = 'insert into annotation_specs (project_id, name, digest, description, field_schema, created_at, created_by) select project_id, %1, %2, null, %3, created_at, created_by from annotation_specs where project_id = %4 and name = %5';
+      const params = [name, digest, JSON.stringify(fieldSchema), projectId, 'score'];
+      if (backend === 'sqlite') {
+        const db = new DatabaseSync(server.database.url.slice('sqlite:'.length));
+        try {
+          expect(db.prepare(sql.replace(/%\d/g, '?')).run(...params).changes).toBe(1);
+        } finally {
+          db.close();
+        }
+      } else {
+        const result = await withClient(server.database.url, (client) => client.query(sql.replace('%3', '%3::jsonb').replace(/%(\d)/g, '$$$1'), params));
+        expect(result.rowCount).toBe(1);
+      }
+      return objectRefOf(projectId, name, digest);
+    };
+    const catastrophic = { type: 'string', pattern: '^(a+)+$' };
+    const inRules = await insertSpec(RULES, 'legacy', `catastrophic-${backend}`, catastrophic);
+    const inGood = await insertSpec(GOOD, 'legacy', `catastrophic-${backend}`, catastrophic);
+    const lookahead = await insertSpec(RULES, 'legacy', `lookahead-${backend}`, { type: 'string', pattern: '(?=a)a' });
+    const legacy = (ref: string, value: unknown) => annotation({ feedback_type: 'svc.annotation.legacy', annotation_ref: ref, payload: { value } });
+
+    const started = performance.now();
+    await expectRejected([
+      { name: 'catastrophic pattern', bad: legacy(inRules, `${'a'.repeat(40)}!`), field: 'payload.value', says: 'must match pattern' },
+    ]);
+    expect(performance.now() - started).toBeLessThan(1000);
+    await expectStored({ feedback_type: 'svc.annotation.legacy', annotation_ref: inGood, payload: { value: 'aaa' } }, { value: 'aaa' });
+
+    const refused = await batchCreate(server, member.api_key, [legacy(lookahead, 'a')]);
+    expect(refused.status, refused.text).toBe(400);
+    expect(refused.body.reason).toBe(
+      `annotation spec ${lookahead} can no longer be used: field_schema pattern "(?=a)a" cannot run on the linear-time engine (RE2; no lookaround or backreferences): invalid or unsupported Perl syntax: \`(?=\`.`,
+    );
+    expect(await queryFeedback(server, member.api_key, RULES, { limit: 10_000 })).toEqual([]);
+  });
+
+  it('svc.annotation.<name>: uniqueItems answers in time linear in the value; duplicates are still found', async () => {
+    const rules = await createSpec(server, member.api_key, RULES, 'labels', { type: 'array', uniqueItems: true });
+    const good = await createSpec(server, member.api_key, GOOD, 'labels', { type: 'array', uniqueItems: true });
+    // Ajv compares every pair of objects: 20,000 of them took 4.6 s.
+    const many = Array.from({ length: 20_000 }, (_, i) => ({ label: 'x', i }));
+    const labels = (ref: string, value: unknown) => annotation({ feedback_type: 'svc.annotation.labels', annotation_ref: ref, payload: { value } });
+    await expectRejected([
+      { name: 'a duplicate at the end', bad: labels(rules.ref, [...many, { i: 19_999, label: 'x' }]), field: 'payload.value', says: 'must NOT have duplicate items' },
+      { name: 'an object again in another key order', bad: labels(rules.ref, [{ a: 1, b: [1, { c: null }] }, 'x', { b: [1, { c: null }], a: 1 }]), field: 'payload.value', says: 'items ## 0 and 2 are identical' },
+    ]);
+    const started = performance.now();
+    const reply = await batchCreate(server, member.api_key, [freeForm(GOOD, { feedback_type: 'svc.annotation.labels', annotation_ref: good.ref, payload: { value: many } })]);
+    expect(reply.status, reply.text).toBe(200);
+    expect(performance.now() - started).toBeLessThan(1000);
+    await expectStored({ feedback_type: 'svc.annotation.labels', annotation_ref: good.ref, payload: { value: [{ a: 1 }, { a: '1' }, [1], 1] } }, { value: [{ a: 1 }, { a: '1' }, [1], 1] });
   });
 
   it('svc.runnable.<name>: runnable_ref (op or object ref named <name>) required; an op ref needs call_ref; payload.output required', async () => {
