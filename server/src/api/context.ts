@@ -5,7 +5,7 @@ import type { ModelCatalog } from '../catalog/catalog.ts';
 import type { Config } from '../config.ts';
 import { forkEm, type Em, type Orm } from '../db/orm.ts';
 import type { SqlScope } from '../db/sql.ts';
-import { admittedUser } from '../http/admission.ts';
+import { admittedUser, refusalOf } from '../http/admission.ts';
 import { requestLog, type Logger } from '../log.ts';
 
 /** What every request can reach: long-lived parts built once at start-up. */
@@ -30,6 +30,8 @@ export type Context = {
   requestId: string;
   /** The caller, authenticated by the HTTP layer before the body was read (protected routes). */
   admitted: AuthUser | undefined;
+  /** Why the HTTP layer refused the caller before reading its body (typed door only). */
+  refused: unknown;
   /** The request's logger (made on first use). */
   log: () => Logger;
   res: ServerResponse;
@@ -48,6 +50,7 @@ export function contextFactory(services: Services) {
       sql: services.orm.em as Em,
       requestId: request.id ?? '',
       admitted: admittedUser(req),
+      refused: refusalOf(req),
       log: () => requestLog(req) ?? services.log,
       res,
     };

@@ -46,7 +46,7 @@ export const publicProcedure = normalized;
 export const protectedProcedure = t.procedure.use(async ({ ctx, getRawInput, next }) => {
   const user = ctx.admitted;
   try {
-    if (!user) throw new DomainError('unauthenticated', 'Credentials are required.');
+    if (!user) throw ctx.refused ?? new DomainError('unauthenticated', 'Credentials are required.');
     const problem = findUnstorableText(await getRawInput());
     if (problem) throw invalid(`Invalid request at ${fieldPath(problem.path) || '(body)'}: text ${problem.message}.`);
   } catch (error) {

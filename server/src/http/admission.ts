@@ -13,11 +13,20 @@ import { sendError } from './errors.ts';
 import { MAX_TRPC_BATCH, type RouteTable } from './route-table.ts';
 
 const USER = Symbol('loupe.user');
-type Admitted = IncomingMessage & { [USER]?: AuthUser };
+const REFUSED = Symbol('loupe.refused');
+type Admitted = IncomingMessage & { [USER]?: AuthUser; [REFUSED]?: unknown };
 
 /** The user a request was admitted as (set before its body was read), if its route needs one. */
 export function admittedUser(req: IncomingMessage): AuthUser | undefined {
   return (req as Admitted)[USER];
+}
+
+/**
+ * Why a typed-door request was refused before its body was read (401, 429, 503). Its answer must
+ * be in tRPC's own envelope, which its clients read: the procedure throws this error unread.
+ */
+export function refusalOf(req: IncomingMessage): unknown {
+  return (req as Admitted)[REFUSED];
 }
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
@@ -69,6 +78,10 @@ export function userRequirement(services: Services) {
       (req as Admitted)[USER] = await authenticated(services, req);
     } catch (error) {
       if (BODY_METHODS.has(req.method)) res.setHeader('Connection', 'close');
+      if (req.path.startsWith('/trpc/')) {
+        (req as Admitted)[REFUSED] = error;
+        return next();
+      }
       return sendFailure(req, res, error);
     }
     next();

@@ -1,5 +1,6 @@
 import { Semaphore, withTimeout, type SemaphoreInterface } from 'async-mutex';
 import type { NextFunction, Request, Response } from 'express';
+import { refusalOf } from './admission.ts';
 import { sendError } from './errors.ts';
 import { bodyWeight, measureJson, provisionalWeight } from './json-shape.ts';
 
@@ -17,6 +18,7 @@ export type BodyLimits = {
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
 const BUSY = new Error('body budget wait timed out');
+const UNIT = 64 * 1024;
 
 /**
  * Reads a JSON request body, after the request was admitted (route known, credentials checked),
@@ -26,12 +28,19 @@ const BUSY = new Error('body budget wait timed out');
  * done — a request that finds no room within `waitMs` is answered 503 with Retry-After.
  */
 export function jsonBodyReader(limits: BodyLimits) {
-  const budget: SemaphoreInterface = withTimeout(new Semaphore(limits.budget), limits.waitMs, BUSY);
+  // Counted in units of 64 KiB: the semaphore's release walks every unit of its free value
+  // (4,096 steps for the default budget), and a small body holds one unit.
+  const units = Math.max(1, Math.floor(limits.budget / UNIT));
+  const budget: SemaphoreInterface = withTimeout(new Semaphore(units), limits.waitMs, BUSY);
 
-  /** Holds `weight` of the budget until the response is done; false when there is no room. */
-  const reserve = async (res: Response, weight: number, priority = 0): Promise<boolean> => {
+  /** The budget's units a weight in bytes takes. */
+  const unitsOf = (weight: number) => Math.min(Math.ceil(weight / UNIT), units);
+
+  /** Holds `wanted` units of the budget until the response is done; false when there is no room. */
+  const reserve = async (res: Response, wanted: number, priority = 0): Promise<boolean> => {
+    if (wanted <= 0) return true;
     try {
-      const [, release] = await budget.acquire(weight, priority);
+      const [, release] = await budget.acquire(wanted, priority);
       res.once('close', release);
       return true;
     } catch (error) {
@@ -42,6 +51,10 @@ export function jsonBodyReader(limits: BodyLimits) {
 
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     if (!BODY_METHODS.has(req.method)) return next();
+    if (refusalOf(req) !== undefined) {
+      req.body = {}; // refused by admission: the body stays unread, the procedure answers
+      return next();
+    }
     const refuse = (status: number, code: string, reason: string, headers: Record<string, string> = {}) => {
       // The body is left unread: close the connection rather than drain it.
       res.setHeader('Connection', 'close');
@@ -59,7 +72,7 @@ export function jsonBodyReader(limits: BodyLimits) {
     const declared = req.headers['content-length'] === undefined ? undefined : Number(req.headers['content-length']);
     if (declared !== undefined && declared > limits.maxBytes) return refuse(413, 'PAYLOAD_TOO_LARGE', tooLargeReason(limits.maxBytes));
     // Room for what the bytes will cost first: a body without a declared length may be as long as the limit.
-    let held = Math.min(provisionalWeight(declared ?? limits.maxBytes), limits.budget);
+    let held = unitsOf(provisionalWeight(declared ?? limits.maxBytes));
     if (!(await reserve(res, held))) return refuse(503, 'SERVICE_UNAVAILABLE', BUSY_REASON, { 'Retry-After': '1' });
 
     const bytes = await readBytes(req, declared, limits.maxBytes);
@@ -77,10 +90,10 @@ export function jsonBodyReader(limits: BodyLimits) {
     if (weight > limits.budget) {
       return sendError(req, res, 413, 'PAYLOAD_TOO_LARGE', `The request body (${bytes.length} bytes, ${shape.containers} objects and arrays, ${shape.separators + 1} values) would take more memory than one request may hold. Split it.`);
     }
-    if (weight > held) {
+    if (unitsOf(weight) > held) {
       // Ahead of bodies waiting to be read: this one already holds most of its share.
-      if (!(await reserve(res, weight - held, 1))) return sendError(req, res, 503, 'SERVICE_UNAVAILABLE', BUSY_REASON, { 'Retry-After': '1' });
-      held = weight;
+      if (!(await reserve(res, unitsOf(weight) - held, 1))) return sendError(req, res, 503, 'SERVICE_UNAVAILABLE', BUSY_REASON, { 'Retry-After': '1' });
+      held = unitsOf(weight);
     }
     let text: string;
     try {

@@ -15,8 +15,16 @@ function sample(metrics: string, series: string): number | undefined {
 
 describeEachBackend('operations', (backend) => {
   let server: TestServer;
+  let scraper: { api_key: string };
+  /** /metrics needs credentials (contract 3 does not list it as public): any valid key reads it. */
+  const metricsText = async () => {
+    const reply = await rest(server, 'GET', '/metrics', { key: scraper.api_key });
+    expect(reply.status, reply.text).toBe(200);
+    return reply.text;
+  };
   beforeAll(async () => {
     server = await startTestServer(backend);
+    scraper = await createUser(server, { entity: 'ops', role: 'viewer' });
   });
   afterAll(() => server?.stop());
 
@@ -29,9 +37,20 @@ describeEachBackend('operations', (backend) => {
     expect(ready.body).toEqual({ status: 'ready' });
   });
 
+  it('refuses /metrics without credentials (401 with the challenge) and serves it with any valid key', async () => {
+    const anonymous = await rest(server, 'GET', '/metrics');
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.headers.get('www-authenticate')).toBe('Basic realm="loupe"');
+    expect(anonymous.body).toMatchObject({ code: 'UNAUTHORIZED', reason: expect.any(String), request_id: anonymous.headers.get('x-request-id') });
+    expect(anonymous.text).not.toContain('loupe_http_requests_total');
+    const bearer = await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${scraper.api_key}` } });
+    expect(bearer.status).toBe(200);
+    expect(await bearer.text()).toContain('# TYPE loupe_http_requests_total counter');
+  });
+
   it('counts requests in /metrics by method, route template and status', async () => {
     const modelsSeries = `loupe_http_requests_total{method="GET",route="${MODELS}",status="200"}`;
-    const before = sample((await rest(server, 'GET', '/metrics')).text, modelsSeries) ?? 0;
+    const before = sample((await metricsText()), modelsSeries) ?? 0;
     expect((await rest(server, 'GET', MODELS)).status).toBe(200);
     expect((await rest(server, 'GET', MODELS)).status).toBe(200);
 
@@ -46,7 +65,7 @@ describeEachBackend('operations', (backend) => {
     expect((await rest(server, 'GET', '/calls/no-such-call?project_id=acme/ops', { key: user.api_key })).status).toBe(404);
     await client(server, user.api_key).me.read.query({});
 
-    const reply = await rest(server, 'GET', '/metrics');
+    const reply = await rest(server, 'GET', '/metrics', { key: scraper.api_key });
     expect(reply.status).toBe(200);
     expect(reply.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
     const metrics = reply.text;
@@ -147,7 +166,7 @@ describeEachBackend('operations', (backend) => {
       { id: 'test-poll-304', headers: { 'if-none-match': headers.get('etag')! }, status: 304 },
     ];
     const series = (status: number) => `loupe_http_requests_total{method="GET",route="${MODELS}",status="${status}"}`;
-    const before = (await rest(server, 'GET', '/metrics')).text;
+    const before = (await metricsText());
     for (const poll of polls) {
       const reply = await rest(server, 'GET', MODELS, { headers: { 'x-request-id': poll.id, ...poll.headers } });
       expect(reply.status).toBe(poll.status);
@@ -159,7 +178,7 @@ describeEachBackend('operations', (backend) => {
     const lines = () => server.logs.filter((l) => String(l.request_id).startsWith('test-poll-') && 'status' in l);
     while (lines().length < polls.length && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
     expect(lines()).toEqual(polls.map((poll) => expect.objectContaining({ request_id: poll.id, method: 'GET', url: MODELS, status: poll.status })));
-    const after = (await rest(server, 'GET', '/metrics')).text;
+    const after = (await metricsText());
     for (const status of [200, 304]) expect(sample(after, series(status))).toBe((sample(before, series(status)) ?? 0) + 2);
     // HEAD: the same headers, no body.
     const head = await rest(server, 'HEAD', MODELS, { headers: { 'x-request-id': 'test-poll-head' } });
@@ -175,7 +194,7 @@ describeEachBackend('operations', (backend) => {
     const socket = connect(Number(port), '127.0.0.1');
     await new Promise((resolve) => socket.once('connect', resolve));
     socket.write(
-      'POST /feedback/batch/create HTTP/1.1\r\nHost: x\r\nX-Request-Id: test-abandoned\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"batch":',
+      `POST /feedback/batch/create HTTP/1.1\r\nHost: x\r\nX-Request-Id: test-abandoned\r\nAuthorization: Bearer ${scraper.api_key}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"batch":`,
     );
     await new Promise((resolve) => setTimeout(resolve, 50));
     socket.destroy();
@@ -184,7 +203,7 @@ describeEachBackend('operations', (backend) => {
     while (lines().length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(lines()).toEqual([expect.objectContaining({ method: 'POST', url: '/feedback/batch/create', status: 499 })]);
-    const metrics = (await rest(server, 'GET', '/metrics')).text;
+    const metrics = (await metricsText());
     expect(sample(metrics, 'loupe_http_requests_total{method="POST",route="/feedback/batch/create",status="499"}')).toBe(1);
   });
 });
