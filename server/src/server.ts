@@ -7,6 +7,7 @@ import type { Config } from './config.ts';
 import { dialectOf, openDatabase } from './db/orm.ts';
 import { createLogger, type Logger } from './log.ts';
 import { createApp } from './app.ts';
+import { clientErrorAnswer } from './http/client-error.ts';
 import type { Services } from './api/context.ts';
 
 export type RunningServer = {
@@ -29,6 +30,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   if (config.watchCatalog) catalog.watch();
   const { listener, drained } = createApp(services);
   const server: Server = createServer(listener).listen(config.port, config.host);
+  server.on('clientError', clientErrorAnswer(log));
   // Keep idle connections longer than the usual 60 s of load balancers and client pools, so that
   // the server is never the side that closes a connection a client is about to reuse.
   server.keepAliveTimeout = 65_000;

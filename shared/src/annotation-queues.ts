@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ProjectId } from './project.ts';
-import { ClientId, Limit, Offset } from './query.ts';
+import { ClientId, FilterString, filterValues, Limit, Offset } from './query.ts';
 import { Timestamp } from './time.ts';
 
 export const ANNOTATION_STATES = ['unstarted', 'in_progress', 'completed', 'skipped'] as const;
@@ -120,11 +120,11 @@ export const AnnotationQueueItemsQueryReq = z.strictObject({
   project_id: ProjectId,
   filter: z
     .strictObject({
-      call_ids: z.array(z.string()).optional(),
-      call_op_names: z.array(z.string()).optional(),
-      call_trace_ids: z.array(z.string()).optional(),
-      added_by: z.array(z.string()).optional(),
-      annotation_states: z.array(AnnotationState).optional(),
+      call_ids: filterValues(FilterString).optional(),
+      call_op_names: filterValues(FilterString).optional(),
+      call_trace_ids: filterValues(FilterString).optional(),
+      added_by: filterValues(FilterString).optional(),
+      annotation_states: filterValues(AnnotationState).optional(),
     })
     .optional(),
   sort_by: z.array(ItemSort).max(4).optional(),

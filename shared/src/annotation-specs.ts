@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ProjectId } from './project.ts';
+import { FilterString, filterValues } from './query.ts';
 import { Timestamp } from './time.ts';
 
 export const SpecName = z.string().regex(/^[A-Za-z0-9._-]{1,128}$/, 'must be 1-128 of [A-Za-z0-9._-]');
@@ -39,8 +40,8 @@ export type AnnotationSpec = z.infer<typeof AnnotationSpec>;
 
 export const AnnotationSpecQueryReq = z.strictObject({
   project_id: ProjectId,
-  names: z.array(SpecName).optional(),
-  refs: z.array(z.string()).optional(),
+  names: filterValues(SpecName).optional(),
+  refs: filterValues(FilterString).optional(),
 });
 export type AnnotationSpecQueryReq = z.infer<typeof AnnotationSpecQueryReq>;
 export const AnnotationSpecQueryRes = z.strictObject({ specs: z.array(AnnotationSpec) });

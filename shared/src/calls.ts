@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ProjectId } from './project.ts';
-import { ClientId, JsonObject, JsonValue, Limit, Offset } from './query.ts';
+import { ClientId, FilterString, filterValues, JsonObject, JsonValue, Limit, Offset } from './query.ts';
 import { Timestamp } from './time.ts';
 
 /** Any RFC 3339 date-time; stored and returned in UTC with milliseconds. */
@@ -50,9 +50,9 @@ export const CallQueryReq = z.strictObject({
   project_id: ProjectId,
   filter: z
     .strictObject({
-      call_ids: z.array(ClientId).optional(),
-      op_names: z.array(z.string()).optional(),
-      trace_ids: z.array(z.string()).optional(),
+      call_ids: filterValues(ClientId).optional(),
+      op_names: filterValues(FilterString).optional(),
+      trace_ids: filterValues(FilterString).optional(),
     })
     .optional(),
   limit: Limit.optional(),

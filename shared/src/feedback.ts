@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ProjectId } from './project.ts';
-import { Limit, Offset } from './query.ts';
+import { FilterString, filterValues, Limit, Offset } from './query.ts';
 import { Timestamp } from './time.ts';
 
 /** A feedback payload: any JSON object (JSON parsing already guarantees JSON values). */
@@ -61,13 +61,13 @@ export const FeedbackQueryReq = z.strictObject({
   project_id: ProjectId,
   filter: z
     .strictObject({
-      ids: z.array(z.string()).optional(),
-      svc_refs: z.array(z.string()).optional(),
-      feedback_types: z.array(z.string()).optional(),
-      queue_id: z.string().optional(),
-      call_ref: z.string().optional(),
-      creator: z.string().optional(),
-      svc_user_id: z.string().optional(),
+      ids: filterValues(FilterString).optional(),
+      svc_refs: filterValues(FilterString).optional(),
+      feedback_types: filterValues(FilterString).optional(),
+      queue_id: FilterString.optional(),
+      call_ref: FilterString.optional(),
+      creator: FilterString.optional(),
+      svc_user_id: FilterString.optional(),
       created_after: z.iso.datetime({ offset: true }).optional().meta({ description: 'created_at ≥ this' }),
       created_before: z.iso.datetime({ offset: true }).optional().meta({ description: 'created_at < this' }),
     })
@@ -82,7 +82,7 @@ export const FeedbackQueryReq = z.strictObject({
 export type FeedbackQueryReq = z.infer<typeof FeedbackQueryReq>;
 export const FeedbackQueryRes = z.strictObject({ result: z.array(Feedback) });
 
-export const FeedbackPurgeReq = z.strictObject({ project_id: ProjectId, ids: z.array(z.string()).min(1).max(10_000) });
+export const FeedbackPurgeReq = z.strictObject({ project_id: ProjectId, ids: z.array(FilterString).min(1).max(10_000) });
 export const FeedbackPurgeRes = z.strictObject({ deleted_count: z.int() });
 
 export const FeedbackReplaceReq = FeedbackCreateReq.extend({ feedback_id: z.string().min(1).max(128) }).meta({ id: 'FeedbackReplaceReq' });

@@ -2,7 +2,23 @@ import { z } from 'zod';
 
 /** `limit` and `offset` of every query; the server also caps `limit` by its configured maximum. */
 export const Limit = z.int().min(1).meta({ description: 'default 100, at most the server limit (10,000 by default)' });
-export const Offset = z.int().min(0);
+export const MAX_OFFSET = 100_000;
+export const Offset = z
+  .int()
+  .min(0)
+  .max(MAX_OFFSET)
+  .meta({ description: `at most ${MAX_OFFSET.toLocaleString('en')}: a deeper page costs a scan of every row before it` });
+
+/**
+ * Values of one query filter (ids, names, states): bounded, so that a query stays a handful of
+ * bound parameters (drivers refuse statements past ~32,000) and an index lookup per value.
+ */
+export const MAX_FILTER_VALUES = 1000;
+export function filterValues<T extends z.ZodType>(value: T) {
+  return z.array(value).max(MAX_FILTER_VALUES);
+}
+/** A string a filter matches exactly: as long as any stored value can be. */
+export const FilterString = z.string().max(1024);
 
 /** An identifier a client may choose (call ids): no `/`, so it fits in a ref. */
 export const ClientId = z

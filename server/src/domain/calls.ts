@@ -36,6 +36,11 @@ export function toCallDto(row: CallRow): CallDto {
  */
 export async function createCalls(em: Em, user: AuthUser, batch: readonly CallCreateReq[]): Promise<{ id: string }[]> {
   for (const projectId of new Set(batch.map((call) => call.project_id))) requireProjectAccess(user, projectId, 'write');
+  batch.forEach((call, index) => {
+    if (call.ended_at && Date.parse(call.ended_at) < Date.parse(call.started_at)) {
+      throw invalid(`batch[${index}].ended_at (${call.ended_at}) is before its started_at (${call.started_at}).`);
+    }
+  });
   const keyed = batch.map((call) => {
     const id = call.id ?? newId();
     return { key: `${call.project_id}\u0000${id}`, hash: contentHash(call), id, call };

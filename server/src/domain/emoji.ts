@@ -50,11 +50,15 @@ function rgiForm(emoji: string): string {
 export type Reaction = { emoji: string; alias: string; detoned: string; detoned_alias: string };
 
 // Reactions repeat a small set of emoji, and the RGI test is a costly pattern: answers are kept.
+// No emoji is longer than MAX_EMOJI_LENGTH code units; longer text is refused before the cache,
+// so the cache holds at most MAX_ANSWERS short strings whatever clients send.
 const answers = new Map<string, Reaction | null>();
 const MAX_ANSWERS = 10_000;
+const MAX_EMOJI_LENGTH = 64;
 
 /** The enriched reaction for a string that is exactly one RGI emoji, or null. */
 export function describeEmoji(text: string): Reaction | null {
+  if (text.length > MAX_EMOJI_LENGTH) return null;
   let answer = answers.get(text);
   if (answer === undefined) {
     answer = describe(text);
@@ -65,7 +69,7 @@ export function describeEmoji(text: string): Reaction | null {
 }
 
 function describe(text: string): Reaction | null {
-  if (text.length > 64 || !RGI_EMOJI.test(text)) return null;
+  if (!RGI_EMOJI.test(text)) return null;
   index ??= load();
   const known = index.get(key(text));
   if (!known) return null;

@@ -40,7 +40,7 @@ describeEachBackend('calls', (backend) => {
     const reply = await create([
       call(projectId, { op_name: 'first' }),
       call(projectId, { id: chosen, op_name: 'second' }),
-      call(projectId, { op_name: 'third', trace_id: 'trace-3', ended_at: '2026-01-02T03:04:06+01:00' }),
+      call(projectId, { op_name: 'third', trace_id: 'trace-3', ended_at: '2026-01-02T05:04:06+01:00' }),
     ]);
     expect(reply.status, reply.text).toBe(200);
     const ids = reply.body.res.map((r: { id: string }) => r.id);
@@ -62,7 +62,7 @@ describeEachBackend('calls', (backend) => {
       trace_id: 'trace-3',
       op_name: 'third',
       started_at: '2026-01-02T03:04:05.678Z',
-      ended_at: '2026-01-02T02:04:06.000Z',
+      ended_at: '2026-01-02T04:04:06.000Z',
       inputs: null,
       output: null,
       attributes: null,
