@@ -44,7 +44,7 @@ export function createApp(services: Services): { listener: RequestListener; drai
   app.use(modelList.middleware);
   // Every operations route is a GET (Express answers HEAD and OPTIONS for it): requests with a
   // body skip matching their paths.
-  const operations = operationsRouter(services.orm, metrics);
+  const operations = operationsRouter(services.orm, metrics, services.config.dbTimeouts.connectMs);
   const operationMethods = new Set(['GET', 'HEAD', 'OPTIONS']);
   app.use((req, res, next) => (operationMethods.has(req.method) ? operations(req, res, next) : next()));
   app.use(requireJsonBody);
