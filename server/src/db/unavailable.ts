@@ -45,6 +45,15 @@ const UNAVAILABLE_MESSAGES = [
   /client was closed and is not queryable/i,
 ];
 
+/** Whether PostgreSQL rolled the transaction back for a deadlock or a serialization failure (retrying it can succeed). */
+export function isTransactionConflict(error: unknown): boolean {
+  for (let e = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (code === '40P01' || code === '40001') return true;
+  }
+  return false;
+}
+
 /** SQLite's primary result code of a node:sqlite error, or undefined for any other error. */
 export function sqlitePrimaryCode(error: unknown): number | undefined {
   const errcode = (error as { errcode?: unknown } | null)?.errcode;
