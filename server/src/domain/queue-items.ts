@@ -81,8 +81,14 @@ export async function addItems(em: Em, user: AuthUser, req: AnnotationQueueItems
     throw tooLarge(`call_ids holds ${req.call_ids.length} ids; at most ${maxCallIds} are accepted in one request. Split it.`);
   }
   await liveQueue(em, req.project_id, req.queue_id);
-  const unique = [...new Set(req.call_ids)];
-  const repeated = req.call_ids.filter((id, index) => req.call_ids.indexOf(id) !== index);
+  // Every occurrence after an id's first is a repeat (one pass: the list may hold many thousands).
+  const seen = new Set<string>();
+  const repeated: string[] = [];
+  for (const id of req.call_ids) {
+    if (seen.has(id)) repeated.push(id);
+    else seen.add(id);
+  }
+  const unique = [...seen];
   const calls = new Map<string, Record<string, unknown>>();
   for (let i = 0; i < unique.length; i += CHUNK) {
     const ids = unique.slice(i, i + CHUNK);
