@@ -20,7 +20,7 @@ const DatabaseUrl = z
     (url) => /^sqlite:.+/.test(url) || /^postgres(ql)?:\/\/.+/.test(url),
     'must be sqlite:<path> or postgres://... / postgresql://...',
   )
-  .refine((url) => url.startsWith('sqlite:') || URL.canParse(url), 'is not a valid URL')
+  .refine((url) => url.startsWith('sqlite:') || URL.canParse(url), 'is not a valid URL (percent-encode special characters of the password: / as %2F, @ as %40)')
   .refine(
     (url) => url.startsWith('sqlite:') || !URL.canParse(url) || !/[@/]/.test(new URL(url).pathname.slice(1)),
     'has "@" or "/" after the host: percent-encode them in the password (%40, %2F)',
