@@ -36,6 +36,9 @@ async function blockedBy(observer: pg.Client, holderPid: number, done: Promise<u
 
 const pidOf = async (client: pg.Client) => Number((await client.query('select pg_backend_pid() as pid')).rows[0].pid);
 
+describe.skip(`${NAME} [sqlite — SKIPPED: claims run one at a time under SQLite's write lock; none can deadlock or be filled under another]`, () => {
+  it('retries deadlocks and passes over filled items', () => undefined);
+});
 (postgresAvailable ? describe : describe.skip)(postgresAvailable ? `${NAME} [postgresql]` : `${NAME} [postgresql — SKIPPED: TEST_DATABASE_URL is unset]`, () => {
   let server: TestServer;
   let annotator: CreatedKeyForTest;
