@@ -48,7 +48,7 @@ export function createApp(services: Services): { listener: RequestListener; drai
   app.use(modelList.middleware);
   // Every operations route is a GET (Express answers HEAD and OPTIONS for it): requests with a
   // body skip matching their paths.
-  const operations = operationsRouter(services.orm, metrics, userRequirement(services));
+  const operations = operationsRouter(services.orm, metrics, services.config.dbTimeouts.connectMs, userRequirement(services));
   const operationMethods = new Set(['GET', 'HEAD', 'OPTIONS']);
   app.use((req, res, next) => (operationMethods.has(req.method) ? operations(req, res, next) : next()));
   // Nothing of a body is read before its route is known and its credentials are checked.

@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import proxyAddr from 'proxy-addr';
 import { z } from 'zod';
+import type { DatabaseTimeouts } from './db/orm.ts';
 
 const DEFAULT_CATALOG = fileURLToPath(new URL('./catalog/default-models.json', import.meta.url));
 
@@ -42,11 +43,17 @@ const TrustProxy = z.string().transform((value, ctx): false | number | string[] 
   }
 });
 
+// The messages never repeat the value: it may hold a password.
 const DatabaseUrl = z
   .string()
   .refine(
     (url) => /^sqlite:.+/.test(url) || /^postgres(ql)?:\/\/.+/.test(url),
     'must be sqlite:<path> or postgres://... / postgresql://...',
+  )
+  .refine((url) => url.startsWith('sqlite:') || URL.canParse(url), 'is not a valid URL (percent-encode special characters of the password: / as %2F, @ as %40)')
+  .refine(
+    (url) => url.startsWith('sqlite:') || !URL.canParse(url) || !/[@/]/.test(new URL(url).pathname.slice(1)),
+    'has "@" or "/" after the host: percent-encode them in the password (%40, %2F)',
   );
 
 /** Every setting, read from the environment; names are those of the README's configuration table. */
@@ -66,6 +73,9 @@ const Env = z.object({
   LOUPE_MAX_QUERY_LIMIT: int(1, 1_000_000).default(10_000),
   LOUPE_AUTH_FAILURES_PER_MINUTE: int(1, 1_000_000).default(20),
   LOUPE_DB_POOL_SIZE: int(1, 1000).default(10),
+  LOUPE_DB_CONNECT_TIMEOUT_MS: int(100, 600_000).default(5_000),
+  LOUPE_DB_STATEMENT_TIMEOUT_MS: int(100, 3_600_000).default(30_000),
+  LOUPE_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: int(100, 3_600_000).default(30_000),
   LOUPE_SHUTDOWN_TIMEOUT_MS: int(0, 600_000).default(10_000),
   LOUPE_CATALOG_WATCH: bool.default(true),
   LOUPE_TRUST_PROXY: TrustProxy.default(false),
@@ -92,6 +102,7 @@ export type Config = {
     authFailuresPerMinute: number;
   };
   dbPoolSize: number;
+  dbTimeouts: DatabaseTimeouts;
   shutdownTimeoutMs: number;
   watchCatalog: boolean;
   /** Express's `trust proxy`: false, a hop count, or addresses/CIDRs. */
@@ -126,6 +137,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       authFailuresPerMinute: e.LOUPE_AUTH_FAILURES_PER_MINUTE,
     },
     dbPoolSize: e.LOUPE_DB_POOL_SIZE,
+    dbTimeouts: {
+      connectMs: e.LOUPE_DB_CONNECT_TIMEOUT_MS,
+      statementMs: e.LOUPE_DB_STATEMENT_TIMEOUT_MS,
+      idleInTransactionMs: e.LOUPE_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS,
+    },
     shutdownTimeoutMs: e.LOUPE_SHUTDOWN_TIMEOUT_MS,
     watchCatalog: e.LOUPE_CATALOG_WATCH,
     trustProxy: e.LOUPE_TRUST_PROXY,

@@ -25,9 +25,10 @@ export function createLogger(level: string): Logger {
   return createLogSink(level).logger;
 }
 
-export function createLogSink(level: string): LogSink {
+/** `mask` rewrites each batch of lines before it is written (it hides the database password). */
+export function createLogSink(level: string, mask?: (text: string) => string): LogSink {
   // Synchronous writes (pino's default): with batching they are few, and exit can flush them.
-  const batches = new LineBatches(pino.destination({ dest: 1, sync: true }));
+  const batches = new LineBatches(pino.destination({ dest: 1, sync: true }), mask);
   flushedAtExit.add(batches);
   const logger = pino({ level, base: { service: 'loupe' }, timestamp: isoTime }, batches);
   return { logger, flush: () => batches.flushSync() };
@@ -51,6 +52,7 @@ const FLUSH_AT_CHARS = 64 * 1024;
  */
 class LineBatches {
   readonly #out: Destination;
+  readonly #mask: ((text: string) => string) | undefined;
   #lines: string[] = [];
   #chars = 0;
   #timer: NodeJS.Timeout | undefined;
@@ -59,8 +61,9 @@ class LineBatches {
     this.flush();
   };
 
-  constructor(out: Destination) {
+  constructor(out: Destination, mask?: (text: string) => string) {
     this.#out = out;
+    this.#mask = mask;
   }
 
   write(line: string): boolean {
@@ -79,7 +82,7 @@ class LineBatches {
       const text = this.#lines.join('');
       this.#lines = [];
       this.#chars = 0;
-      this.#out.write(text);
+      this.#out.write(this.#mask ? this.#mask(text) : text);
     }
     done?.();
   }

@@ -4,7 +4,9 @@ import type { AddressInfo } from 'node:net';
 import { createAuthBrake } from './auth/brake.ts';
 import { ModelCatalog } from './catalog/catalog.ts';
 import type { Config } from './config.ts';
+import { maskedDatabaseUrl } from './db/database-url.ts';
 import { dialectOf, openDatabase } from './db/orm.ts';
+import { lockSqliteFile } from './db/sqlite-server-lock.ts';
 import { createLogger, type Logger } from './log.ts';
 import { createApp } from './app.ts';
 import { clientErrorAnswer } from './http/client-error.ts';
@@ -19,7 +21,19 @@ export type RunningServer = {
 
 export async function startServer(config: Config, log: Logger = createLogger(config.logLevel)): Promise<RunningServer> {
   const catalog = new ModelCatalog(config.modelCatalogPath, log);
-  const orm = await openDatabase(config.databaseUrl, config.dbPoolSize);
+  // Before anything opens the file: a second server process on it stops here.
+  const lock = dialectOf(config.databaseUrl) === 'sqlite' ? lockSqliteFile(config.databaseUrl.slice('sqlite:'.length)) : undefined;
+  try {
+    return await serve(config, log, catalog, lock?.release);
+  } catch (error) {
+    catalog.close();
+    lock?.release();
+    throw error;
+  }
+}
+
+async function serve(config: Config, log: Logger, catalog: ModelCatalog, unlock = () => {}): Promise<RunningServer> {
+  const orm = await openDatabase(config.databaseUrl, config.dbPoolSize, { timeouts: config.dbTimeouts });
   const services: Services = {
     config,
     orm,
@@ -39,7 +53,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   const { port } = server.address() as AddressInfo;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   const url = `http://${host}:${port}`;
-  log.info({ url, database: config.databaseUrl.replace(/\/\/[^@/]*@/, '//***@'), models: catalog.snapshot.models.length }, 'loupe listening');
+  log.info({ url, database: maskedDatabaseUrl(config.databaseUrl), models: catalog.snapshot.models.length }, 'loupe listening');
 
   let closing: Promise<void> | undefined;
   const close = () =>
@@ -58,6 +72,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
       clearTimeout(timer);
       catalog.close();
       await orm.close(true);
+      unlock();
       log.info('shut down');
     })());
   return { url, services, close };

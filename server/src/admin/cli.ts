@@ -1,7 +1,8 @@
-import { parseArgs } from 'node:util';
+import { inspect, parseArgs } from 'node:util';
 import { ROLES, type Role } from '@loupe/shared';
 import { ConfigError, loadConfig } from '../config.ts';
 import { DomainError } from '../domain/errors.ts';
+import { secretMasker } from '../db/database-url.ts';
 import { forkEm, migrate, openDatabase, type Orm } from '../db/orm.ts';
 import { AdminError, addMember, createKey, createUser, listKeys, revokeKey } from './commands.ts';
 import { loadDemo } from './demo.ts';
@@ -132,12 +133,18 @@ function parse(argv: string[]): { command: Command; json: boolean } {
   }
 }
 
+// Nothing the tool prints shows the database password (see database-url.ts).
+const mask = secretMasker(process.env.DATABASE_URL);
 let orm: Orm | undefined;
 try {
   const { command, json } = parse(process.argv.slice(2));
   const config = loadConfig();
   // Every command but `migrate` migrates on opening; `migrate` does it itself to report what ran.
-  orm = await openDatabase(config.databaseUrl, 2, { migrateNow: command.name !== 'migrate' });
+  // Only the connection is bounded in time: a command (a migration) may take as long as it needs.
+  orm = await openDatabase(config.databaseUrl, 2, {
+    migrateNow: command.name !== 'migrate',
+    timeouts: { connectMs: config.dbTimeouts.connectMs },
+  });
   const output = await command.run(orm);
   console.log(json ? JSON.stringify(output.value) : output.human);
 } catch (error) {
@@ -145,10 +152,11 @@ try {
     console.error(`loupe admin: ${error.message}\n${USAGE}`);
     process.exitCode = 2;
   } else if (error instanceof AdminError || error instanceof ConfigError || error instanceof DomainError) {
-    console.error(`loupe admin: ${error.message}`);
+    console.error(mask(`loupe admin: ${error.message}`));
     process.exitCode = 1;
   } else {
-    throw error;
+    console.error(mask(`loupe admin: failed: ${inspect(error)}`));
+    process.exitCode = 1;
   }
 } finally {
   await orm?.close(true);

@@ -40,8 +40,13 @@ export function normalizeError(error: TRPCError): TRPCError {
 
 export type Issue = { path: PropertyKey[]; message: string };
 
+/**
+ * The schema issues of a request's input. Only a 400 reports them: a ZodError behind any other
+ * code is the output schema refusing the server's own answer, a fault of the server (500, with the
+ * generic reason; the issues go to the log only).
+ */
 export function zodIssues(error: TRPCError): Issue[] | undefined {
-  return error.cause instanceof ZodError ? error.cause.issues : undefined;
+  return error.code === 'BAD_REQUEST' && error.cause instanceof ZodError ? error.cause.issues : undefined;
 }
 
 /** The `reason` of an error body: one sentence, naming the field for schema violations. */

@@ -1,9 +1,9 @@
 import { MikroORM, type Options } from '@mikro-orm/core';
 import { Migrator } from '@mikro-orm/migrations';
-import { PostgreSqlDriver } from '@mikro-orm/postgresql';
 import { SqliteDriver, type SqlEntityManager } from '@mikro-orm/sql';
 import { entities } from './entities.ts';
 import { migrations } from './migrations/index.ts';
+import { LoupePostgreSqlDriver, SelfClosingClient } from './postgres-driver.ts';
 import { LoupeSqliteDialect } from './sqlite-dialect.ts';
 
 export type Dialect = 'sqlite' | 'postgresql';
@@ -20,7 +20,30 @@ export function dialectOf(databaseUrl: string): Dialect {
   return databaseUrl.startsWith('sqlite:') ? 'sqlite' : 'postgresql';
 }
 
-function optionsFor(databaseUrl: string, poolSize: number): Options {
+/**
+ * Bounds on waiting for PostgreSQL (SQLite has its busy timeout). `connectMs` bounds opening a
+ * connection and waiting for a free one in the pool. `statementMs` is the server's
+ * statement_timeout; the client gives up on an answer one second later (the server did not
+ * answer at all). `idleInTransactionMs` ends a session the server sees idle inside a transaction
+ * (a stalled process holding locks). The admin tool leaves the last two unset: its commands, a
+ * migration among them, may take as long as they need.
+ */
+export type DatabaseTimeouts = { connectMs: number; statementMs?: number; idleInTransactionMs?: number };
+
+export const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
+/** How much longer than statement_timeout the client waits before it stops waiting for the server. */
+const CLIENT_GRACE_MS = 1_000;
+
+function postgresDriverOptions(timeouts: DatabaseTimeouts): Record<string, unknown> {
+  return {
+    Client: SelfClosingClient,
+    connectionTimeoutMillis: timeouts.connectMs,
+    ...(timeouts.statementMs ? { statement_timeout: timeouts.statementMs, query_timeout: timeouts.statementMs + CLIENT_GRACE_MS } : {}),
+    ...(timeouts.idleInTransactionMs ? { idle_in_transaction_session_timeout: timeouts.idleInTransactionMs } : {}),
+  };
+}
+
+function optionsFor(databaseUrl: string, poolSize: number, timeouts: DatabaseTimeouts): Options {
   const common = {
     entities,
     extensions: [Migrator],
@@ -33,12 +56,24 @@ function optionsFor(databaseUrl: string, poolSize: number): Options {
     const path = databaseUrl.slice('sqlite:'.length);
     return { ...common, driver: SqliteDriver, dbName: path, driverOptions: new LoupeSqliteDialect(path) } as unknown as Options;
   }
-  return { ...common, driver: PostgreSqlDriver, clientUrl: databaseUrl, pool: { min: 0, max: poolSize } } as unknown as Options;
+  return {
+    ...common,
+    driver: LoupePostgreSqlDriver,
+    clientUrl: databaseUrl,
+    pool: { min: 0, max: poolSize },
+    driverOptions: postgresDriverOptions(timeouts),
+  } as unknown as Options;
 }
 
+export type OpenOptions = { migrateNow?: boolean; timeouts?: DatabaseTimeouts };
+
 /** Opens the database and, unless told otherwise, brings its schema up to date. */
-export async function openDatabase(databaseUrl: string, poolSize = 10, { migrateNow = true } = {}): Promise<Orm> {
-  const orm = await MikroORM.init(optionsFor(databaseUrl, poolSize));
+export async function openDatabase(
+  databaseUrl: string,
+  poolSize = 10,
+  { migrateNow = true, timeouts = { connectMs: DEFAULT_CONNECT_TIMEOUT_MS } }: OpenOptions = {},
+): Promise<Orm> {
+  const orm = await MikroORM.init(optionsFor(databaseUrl, poolSize, timeouts));
   if (migrateNow) await migrate(orm);
   return orm;
 }

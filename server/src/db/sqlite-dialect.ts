@@ -1,7 +1,8 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
-import { SqliteDialect, type SqliteDatabase } from 'kysely';
+import { CompiledQuery, SqliteDialect, SqliteDriver, type DatabaseConnection, type Driver, type SqliteDatabase, type SqliteDialectConfig } from 'kysely';
+import { TransactionSafeDriver } from './transaction-safe-driver.ts';
 
 const READER = /^\s*(select|pragma|explain|with)\b/i;
 const RETURNING = /\breturning\b/i;
@@ -31,16 +32,37 @@ function wrap(stmt: StatementSync, reader: boolean): Prepared {
 }
 
 /**
+ * How every transaction begins. A deferred `begin` takes the write lock only at the first write;
+ * if another connection (the admin tool, say) holds it then, a transaction that has already read
+ * cannot wait for it (SQLite answers SQLITE_BUSY at once, since waiting could not keep its
+ * snapshot valid). `begin immediate` takes the write lock first, waiting up to busy_timeout.
+ * Nothing here opens a read-only transaction, so no transaction is left deferred.
+ */
+export const BEGIN = 'begin immediate';
+
+class ImmediateSqliteDriver extends SqliteDriver {
+  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw(BEGIN));
+  }
+}
+
+/**
  * Kysely dialect over the built-in `node:sqlite` (no native addon to install). Like MikroORM's own
- * NodeSqliteDialect, plus what a server needs: WAL, a busy timeout, and a cache of prepared
- * statements (preparing is a large share of a small query's cost).
+ * NodeSqliteDialect, plus what a server needs: WAL, a busy timeout, transactions that begin
+ * immediate, and a cache of prepared statements (preparing is a large share of a small query's
+ * cost).
  */
 export class LoupeSqliteDialect extends SqliteDialect {
   /** Set once Kysely has opened the connection. */
   database: LoupeSqliteDatabase | undefined;
+  readonly #config: SqliteDialectConfig;
+
+  override createDriver(): Driver {
+    return new TransactionSafeDriver(new ImmediateSqliteDriver(this.#config));
+  }
 
   constructor(path: string) {
-    super({
+    const config: SqliteDialectConfig = {
       database: async () => {
         if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
         const db = new DatabaseSync(path);
@@ -70,6 +92,8 @@ export class LoupeSqliteDialect extends SqliteDialect {
         this.database = database;
         return database as unknown as SqliteDatabase;
       },
-    });
+    };
+    super(config);
+    this.#config = config;
   }
 }

@@ -3,7 +3,7 @@ import type { AnnotationQueue, AnnotationQueueCreateReq, AnnotationQueueQueryReq
 import type { AuthUser } from '../auth/authenticate.ts';
 import { AnnotationQueueRecord } from '../db/entities.ts';
 import type { Em } from '../db/orm.ts';
-import { sqlRows, type SqlScope } from '../db/sql.ts';
+import { onPostgres, sqlRows, type SqlScope } from '../db/sql.ts';
 import { ensureProject, requireProjectAccess } from './access.ts';
 import { resolveSpecRef } from './annotation-specs.ts';
 import { notFound } from './errors.ts';
@@ -36,6 +36,34 @@ export async function liveQueue(em: Em, projectId: string, queueId: string): Pro
   const row = await em.findOne(AnnotationQueueRecord, { id: queueId, projectId, deletedAt: null });
   if (!row) throw notFound(`Annotation queue "${queueId}" does not exist in project ${projectId}.`);
   return row;
+}
+
+// Writes into a queue against its deletion. On PostgreSQL every transaction that writes into a
+// queue (items, progress, claims, feedback naming it) holds the queue's advisory lock shared and
+// checks that the queue is live with a statement that begins after it holds the lock; deleteQueue
+// holds the lock exclusive. A delete therefore waits for the writes that found the queue live,
+// and a write that comes after it finds the queue deleted: no write lands in a deleted queue.
+// An advisory lock, not a row lock on the queue: it writes nothing to disk, where a shared row lock
+// held by many concurrent writers makes PostgreSQL create a multixact for each of them. SQLite
+// needs neither: its write transactions begin immediate and run one at a time, checks included.
+
+const queueLockKey = (queueId: string) => `queue ${queueId}`;
+
+/**
+ * A select-list term that takes the queue's lock shared while the statement runs (PostgreSQL),
+ * with its parameter; nothing on SQLite. The check that the queue is live must come in a later
+ * statement: this one's snapshot may predate a delete it waited for.
+ */
+export function queueWriteLockTerm(em: SqlScope, queueId: string): { sql: string; params: unknown[] } {
+  return onPostgres(em) ? { sql: ', pg_advisory_xact_lock_shared(hashtextextended(?, 0))', params: [queueLockKey(queueId)] } : { sql: '', params: [] };
+}
+
+/** Takes the locks of several queues shared (PostgreSQL), in one order for every writer. */
+export async function lockQueuesForWrite(em: SqlScope, queueIds: Iterable<string>): Promise<void> {
+  if (!onPostgres(em)) return;
+  const keys = [...new Set(queueIds)].sort().map(queueLockKey);
+  if (!keys.length) return;
+  await sqlRows(em, 'select count(pg_advisory_xact_lock_shared(hashtextextended(k, 0))) as n from unnest(?::text[]) as k', [keys]);
 }
 
 /**
@@ -115,12 +143,17 @@ export async function updateQueue(em: Em, user: AuthUser, req: AnnotationQueueUp
   return toQueueDto(row);
 }
 
-/** Soft delete: the queue and its items answer 404 from now on. */
+/**
+ * Soft delete: the queue and its items answer 404 from now on. Waits for the writes into the
+ * queue that are under way (see queueWriteLockTerm).
+ */
 export async function deleteQueue(em: Em, user: AuthUser, projectId: string, queueId: string): Promise<AnnotationQueue> {
   requireProjectAccess(user, projectId, 'write');
-  const row = await liveQueue(em, projectId, queueId);
-  row.deletedAt = new Date();
-  row.updatedAt = row.deletedAt;
-  await em.flush();
-  return toQueueDto(row);
+  return em.transactional(async (tx) => {
+    if (onPostgres(tx)) await sqlRows(tx, 'select pg_advisory_xact_lock(hashtextextended(?, 0))', [queueLockKey(queueId)]);
+    const row = await liveQueue(tx, projectId, queueId);
+    row.deletedAt = new Date();
+    row.updatedAt = row.deletedAt;
+    return toQueueDto(row);
+  });
 }

@@ -1,14 +1,17 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { AnnotationQueueItem } from '@loupe/shared';
 import type { AuthUser } from '../auth/authenticate.ts';
 import { lockClause, onPostgres, sqlDate, sqlRows, sqlTransaction, type SqlScope } from '../db/sql.ts';
+import { isTransactionConflict } from '../db/unavailable.ts';
 import { requireProjectAccess } from './access.ts';
-import { queueSettings } from './annotation-queues.ts';
+import { queueSettings, queueWriteLockTerm } from './annotation-queues.ts';
 import { recordProgress } from './progress.ts';
 import { ITEM_COLUMNS, toItemDto, type ItemRow } from './queue-items.ts';
 
 /** Progress that occupies a slot of an item: finished work, or a lease that has not expired. */
 const OCCUPYING = `(p.state in ('completed', 'skipped') or (p.state = 'in_progress' and p.lease_expires_at > ?))`;
-const MAX_ATTEMPTS = 50;
+/** Attempts of a claim whose transaction PostgreSQL aborted for a deadlock or a serialization failure. */
+const CONFLICT_ATTEMPTS = 4;
 
 /**
  * Hands the caller the next item to annotate (contract 5.2): its own unexpired in-progress item if
@@ -21,14 +24,32 @@ const MAX_ATTEMPTS = 50;
  */
 export async function claimItem(em: SqlScope, user: AuthUser, projectId: string, queueId: string): Promise<AnnotationQueueItem | null> {
   requireProjectAccess(user, projectId, 'write');
-  const queue = await queueSettings(em, projectId, queueId);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await claimOnce(em, user, projectId, queueId);
+    } catch (error) {
+      // The transaction was rolled back whole; the claim starts again from the top. A short wait
+      // of varying length keeps the same claims from meeting again at once.
+      if (attempt >= CONFLICT_ATTEMPTS || !isTransactionConflict(error)) throw error;
+      await sleep(attempt * 5 + Math.random() * 10 * attempt);
+    }
+  }
+}
+
+async function claimOnce(em: SqlScope, user: AuthUser, projectId: string, queueId: string): Promise<AnnotationQueueItem | null> {
   return sqlTransaction(em, async (tx) => {
-    // One claim at a time per (queue, annotator) on PostgreSQL, so that a second concurrent claim
-    // of the same annotator finds the first one's item below instead of taking another.
-    if (onPostgres(tx)) await sqlRows(tx, 'select pg_advisory_xact_lock(hashtextextended(?, 0))', [`claim ${queueId} ${user.id}`]);
+    // PostgreSQL: the queue's lock shared (a delete waits for this claim; see annotation-queues.ts),
+    // and one claim at a time per (queue, annotator), so that a second concurrent claim of the same
+    // annotator finds the first one's item below instead of taking another.
+    if (onPostgres(tx)) {
+      const queueLock = queueWriteLockTerm(tx, queueId);
+      await sqlRows(tx, `select pg_advisory_xact_lock(hashtextextended(?, 0))${queueLock.sql}`, [`claim ${queueId} ${user.id}`, ...queueLock.params]);
+    }
+    // Read after the locks: a queue deleted meanwhile is a 404.
+    const queue = await queueSettings(tx, projectId, queueId);
     const now = new Date();
     const at = sqlDate(tx, now);
-    const [own] = await sqlRows<ItemRow>(tx, 
+    const [own] = await sqlRows<ItemRow>(tx,
       `select ${ITEM_COLUMNS} from annotation_item_progress p
          join annotation_queue_items i on i.id = p.item_id
         where p.queue_id = ? and p.annotator_user_id = ? and p.state = 'in_progress' and p.lease_expires_at > ?
@@ -38,11 +59,15 @@ export async function claimItem(em: SqlScope, user: AuthUser, projectId: string,
     );
     if (own) return toItemDto(own);
 
+    // Items found full once locked (filled by claims that committed meanwhile) are passed over, and
+    // the search goes on: each pass excludes one more item, so it ends, and it answers null only
+    // when no item with a free slot is left. (A fixed number of passes could answer null while a
+    // claimable item waited behind more filled ones than that.)
     const passedOver: string[] = [];
-    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    for (;;) {
       const exclude = passedOver.length ? ` and i.id not in (${passedOver.map(() => '?').join(', ')})` : '';
       const pick = (lock: string) =>
-        sqlRows<ItemRow>(tx, 
+        sqlRows<ItemRow>(tx,
           `select ${ITEM_COLUMNS} from annotation_queue_items i
             where i.queue_id = ? and i.deleted_at is null${exclude}
               and not exists (select 1 from annotation_item_progress p where p.item_id = i.id and p.annotator_user_id = ?)
@@ -57,7 +82,7 @@ export async function claimItem(em: SqlScope, user: AuthUser, projectId: string,
       // Before answering "nothing left", wait for those claims (the recount below decides).
       if (!candidate && onPostgres(tx)) [candidate] = await pick('for update of i');
       if (!candidate) return null;
-      const [{ taken }] = (await sqlRows<{ taken: number | string }>(tx, 
+      const [{ taken }] = (await sqlRows<{ taken: number | string }>(tx,
         `select count(*) as taken from annotation_item_progress p where p.item_id = ? and ${OCCUPYING}`,
         [candidate.id, at],
       )) as [{ taken: number | string }];
@@ -68,6 +93,5 @@ export async function claimItem(em: SqlScope, user: AuthUser, projectId: string,
       await recordProgress(tx, candidate, user.id, 'in_progress', 'insert', queue.leaseSeconds, now);
       return toItemDto({ ...candidate, state: 'in_progress', state_annotator_user_id: user.id });
     }
-    return null;
   });
 }

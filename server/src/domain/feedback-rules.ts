@@ -31,6 +31,9 @@ export function lookupsNeeded(element: FeedbackCreateReq): { spec: ObjectRef | n
   };
 }
 
+/** The 400 of an element whose queue_id names no live queue of its project. */
+export const noSuchQueue = (where: string, projectId: string) => invalid(`${where}queue_id names no annotation queue of project ${projectId}.`);
+
 /**
  * Applies every rule to one element; the thrown 400 names the element (`where`, e.g. `batch[3].`,
  * empty for a single record) and the field.
@@ -104,9 +107,7 @@ export function checkFeedback(element: FeedbackCreateReq, where: string, lookups
   }
 
   const queueId = element.queue_id ?? null;
-  if (queueId !== null && !lookups.queueIsLive(projectId, queueId)) {
-    throw fail('queue_id', `names no annotation queue of project ${projectId}.`);
-  }
+  if (queueId !== null && !lookups.queueIsLive(projectId, queueId)) throw noSuchQueue(where, projectId);
   const bytes = Buffer.byteLength(JSON.stringify(payload));
   if (bytes > maxPayloadBytes) throw invalid(`${at('payload')}: Feedback payload too large (${bytes} bytes; at most ${maxPayloadBytes}).`);
   return { payload, annotationSpec, queueId };

@@ -6,7 +6,8 @@ import type { Em } from '../db/orm.ts';
 import { isoFromSql, jsonFromSql, onPostgres, placeholders, sqlDate, sqlRows, sqlRun } from '../db/sql.ts';
 import { ensureProject, requireProjectAccess } from './access.ts';
 import { conflict, DomainError, invalid, notFound } from './errors.ts';
-import { checkFeedback, lookupsNeeded, type FeedbackLookups } from './feedback-rules.ts';
+import { lockQueuesForWrite } from './annotation-queues.ts';
+import { checkFeedback, lookupsNeeded, noSuchQueue, type FeedbackLookups } from './feedback-rules.ts';
 import { contentHash, firstPositions } from './idempotency.ts';
 import { compileFieldSchema } from './json-schema.ts';
 import type { Page } from './paging.ts';
@@ -159,6 +160,29 @@ function insertStatement(em: Em, chunk: readonly Prepared[], userId: string, at:
   return [`insert into feedback (${COLUMNS.join(', ')}) values ${chunk.map(() => ROW_PLACEHOLDERS).join(', ')} ${ON_CONFLICT}`, values];
 }
 
+/**
+ * The queues the elements name, checked again inside the writing transaction, after their write
+ * locks (see annotation-queues.ts): one deleted since validation fails the batch like a queue
+ * that never existed.
+ */
+async function recheckQueues(tx: Em, prepared: readonly Prepared[], where: Where): Promise<void> {
+  const named = prepared.filter((p) => p.queueId !== null);
+  if (!named.length) return;
+  const queueIds = [...new Set(named.map((p) => p.queueId!))];
+  await lockQueuesForWrite(tx, queueIds);
+  const live = new Set<string>();
+  for (let i = 0; i < queueIds.length; i += CHUNK) {
+    const chunk = queueIds.slice(i, i + CHUNK);
+    const rows = await sqlRows<{ id: string; project_id: string }>(tx,
+      `select id, project_id from annotation_queues where deleted_at is null and id in (${placeholders(chunk.length)})`,
+      chunk,
+    );
+    for (const row of rows) live.add(`${row.project_id}\u0000${row.id}`);
+  }
+  const gone = named.find((p) => !live.has(`${p.projectId}\u0000${p.queueId}`));
+  if (gone) throw noSuchQueue(where(prepared.indexOf(gone)), gone.projectId);
+}
+
 type StoredResult = { id: string; project_id: string; request_hash: string; created_at: unknown; svc_user_id: string; payload: unknown };
 
 /**
@@ -174,6 +198,7 @@ async function store(em: Em, user: AuthUser, prepared: readonly Prepared[], now:
   const createdAt = now.toISOString();
   const stored = new Map<string, FeedbackCreateRes>();
   await em.transactional(async (tx) => {
+    await recheckQueues(tx, prepared, where);
     for (const projectId of new Set(unique.map((p) => p.projectId))) await ensureProject(tx, projectId);
     const at = sqlDate(tx, now);
     const existing: Prepared[] = [];

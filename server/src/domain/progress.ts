@@ -2,8 +2,8 @@ import type { AnnotationQueueItem, AnnotationQueueItemProgressReq, ProgressState
 import type { AuthUser } from '../auth/authenticate.ts';
 import { sqlDate, sqlRows, sqlRun, sqlTransaction, type SqlScope } from '../db/sql.ts';
 import { requireProjectAccess } from './access.ts';
-import { invalid } from './errors.ts';
-import { liveItem, toItemDto } from './queue-items.ts';
+import { invalid, notFound } from './errors.ts';
+import { liveItem, QUEUE_IS_LIVE, toItemDto } from './queue-items.ts';
 import { decideTransition } from './transitions.ts';
 
 /**
@@ -52,11 +52,15 @@ export async function updateProgress(em: SqlScope, user: AuthUser, req: Annotati
   requireProjectAccess(user, req.project_id, 'write');
   return sqlTransaction(em, async (tx) => {
     const item = await liveItem(tx, req.project_id, req.queue_id, req.item_id, true);
-    const [current] = await sqlRows<{ state: ProgressState }>(tx, 
-      `select p.state from annotation_item_progress p where p.item_id = ? and p.annotator_user_id = ?`,
-      [req.item_id, user.id],
-    );
-    const decision = decideTransition(current?.state ?? null, req.annotation_state);
+    // With the item's lock and the queue's held: this caller's record, and whether the queue is
+    // still live (a delete that came meanwhile is seen by this later statement).
+    const [current] = (await sqlRows<{ state: ProgressState | null; live: unknown }>(tx,
+      `select (select p.state from annotation_item_progress p where p.item_id = ? and p.annotator_user_id = ?) as state,
+              case when ${QUEUE_IS_LIVE} then 1 else 0 end as live`,
+      [req.item_id, user.id, req.queue_id],
+    )) as [{ state: ProgressState | null; live: unknown }];
+    if (!Number(current.live)) throw notFound(`Annotation queue "${req.queue_id}" does not exist in project ${req.project_id}.`);
+    const decision = decideTransition(current.state ?? null, req.annotation_state);
     if (decision.action === 'reject') throw invalid(decision.reason);
     if (decision.action === 'none') return toItemDto(item);
     const shown = await recordProgress(tx, item, user.id, req.annotation_state, decision.action, item.lease_seconds);

@@ -3,7 +3,7 @@ import type { AuthUser } from '../auth/authenticate.ts';
 import type { Em } from '../db/orm.ts';
 import { isoFromSql, isoOrNullFromSql, jsonFromSql, lockClause, placeholders, sqlDate, sqlRows, sqlRun, type SqlScope } from '../db/sql.ts';
 import { ensureProject, requireProjectAccess } from './access.ts';
-import { liveQueue } from './annotation-queues.ts';
+import { liveQueue, lockQueuesForWrite, queueSettings, queueWriteLockTerm } from './annotation-queues.ts';
 import { notFound, tooLarge } from './errors.ts';
 import type { Page } from './paging.ts';
 import { newId } from './ids.ts';
@@ -39,24 +39,35 @@ export function toItemDto(row: ItemRow, position: number | null = null): Annotat
   };
 }
 
-/** The live item named in a path (in a live queue of that project, whose lease it carries), or 404. */
+const itemNotFound = (projectId: string, queueId: string, itemId: string) =>
+  notFound(`Item "${itemId}" does not exist in annotation queue "${queueId}" of project ${projectId}.`);
+
+/**
+ * The live item named in a path (in a live queue of that project, whose lease it carries), or 404.
+ * `forWrite` locks the item's row and takes the queue's write lock shared (see
+ * queueWriteLockTerm: the caller re-checks the queue in a later statement of its transaction).
+ */
 export async function liveItem(
   em: SqlScope,
   projectId: string,
   queueId: string,
   itemId: string,
-  lock = false,
+  forWrite = false,
 ): Promise<ItemRow & { lease_seconds: number }> {
-  const forUpdate = lock ? lockClause(em, 'for update of i') : '';
-  const rows = await sqlRows<ItemRow & { lease_seconds: number }>(em, 
-    `select ${ITEM_COLUMNS}, q.lease_seconds from annotation_queue_items i
+  const forUpdate = forWrite ? lockClause(em, 'for update of i') : '';
+  const queueLock = forWrite ? queueWriteLockTerm(em, queueId) : { sql: '', params: [] };
+  const rows = await sqlRows<ItemRow & { lease_seconds: number }>(em,
+    `select ${ITEM_COLUMNS}, q.lease_seconds${queueLock.sql} from annotation_queue_items i
        join annotation_queues q on q.id = i.queue_id
       where i.id = ? and i.queue_id = ? and i.project_id = ? and i.deleted_at is null and q.deleted_at is null${forUpdate}`,
-    [itemId, queueId, projectId],
+    [...queueLock.params, itemId, queueId, projectId],
   );
-  if (!rows[0]) throw notFound(`Item "${itemId}" does not exist in annotation queue "${queueId}" of project ${projectId}.`);
+  if (!rows[0]) throw itemNotFound(projectId, queueId, itemId);
   return rows[0];
 }
+
+/** The condition, for a write's own statement, that the queue is still live (one parameter: its id). */
+export const QUEUE_IS_LIVE = 'exists (select 1 from annotation_queues q where q.id = ? and q.deleted_at is null)';
 
 export type AddItemsResult = { added_count: number; duplicates: string[]; missing_call_ids: string[] };
 
@@ -70,8 +81,14 @@ export async function addItems(em: Em, user: AuthUser, req: AnnotationQueueItems
     throw tooLarge(`call_ids holds ${req.call_ids.length} ids; at most ${maxCallIds} are accepted in one request. Split it.`);
   }
   await liveQueue(em, req.project_id, req.queue_id);
-  const unique = [...new Set(req.call_ids)];
-  const repeated = req.call_ids.filter((id, index) => req.call_ids.indexOf(id) !== index);
+  // Every occurrence after an id's first is a repeat (one pass: the list may hold many thousands).
+  const seen = new Set<string>();
+  const repeated: string[] = [];
+  for (const id of req.call_ids) {
+    if (seen.has(id)) repeated.push(id);
+    else seen.add(id);
+  }
+  const unique = [...seen];
   const calls = new Map<string, Record<string, unknown>>();
   for (let i = 0; i < unique.length; i += CHUNK) {
     const ids = unique.slice(i, i + CHUNK);
@@ -87,6 +104,9 @@ export async function addItems(em: Em, user: AuthUser, req: AnnotationQueueItems
   const displayFields = JSON.stringify(req.display_fields ?? []);
   const added = new Set<string>();
   await em.transactional(async (tx) => {
+    // Checked again after the queue's write lock: a delete may have come since the check above.
+    await lockQueuesForWrite(tx, [req.queue_id]);
+    await queueSettings(tx, req.project_id, req.queue_id);
     await ensureProject(tx, req.project_id);
     for (let i = 0; i < present.length; i += CHUNK) {
       const ids = present.slice(i, i + CHUNK);
@@ -218,7 +238,13 @@ export async function deleteItem(em: Em, user: AuthUser, projectId: string, queu
   return em.transactional(async (tx) => {
     const row = await liveItem(tx, projectId, queueId, itemId, true);
     const now = new Date();
-    await sqlRun(tx, 'update annotation_queue_items set deleted_at = ?, updated_at = ? where id = ?', [sqlDate(tx, now), sqlDate(tx, now), itemId]);
+    const changed = await sqlRun(tx, `update annotation_queue_items set deleted_at = ?, updated_at = ? where id = ? and ${QUEUE_IS_LIVE}`, [
+      sqlDate(tx, now),
+      sqlDate(tx, now),
+      itemId,
+      queueId,
+    ]);
+    if (!changed) throw itemNotFound(projectId, queueId, itemId);
     return toItemDto({ ...row, deleted_at: now, updated_at: now });
   });
 }

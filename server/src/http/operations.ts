@@ -24,15 +24,29 @@ const DOCS_INDEX = `<!doctype html>
 `;
 const DOCS_INIT = `window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#swagger-ui', deepLinking: true });\n`;
 
-/** /health, /ready, /metrics (with credentials), /openapi.json and /docs (Swagger UI from the npm package, no CDN). */
-export function operationsRouter(orm: Orm, metrics: Metrics, requireUser: RequestHandler): Router {
+/** A promise that rejects after `ms`, for racing a check that may never answer. */
+function deadline(ms: number): { promise: Promise<never>; clear(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  const promise = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return { promise, clear: () => clearTimeout(timer) };
+}
+
+/**
+ * /health, /ready, /metrics (with credentials), /openapi.json and /docs (Swagger UI from the npm package, no CDN).
+ * /ready answers 503 when the database does not answer `select 1` within `readyTimeoutMs`, so a
+ * probe learns of an unresponsive database before its own timeout.
+ */
+export function operationsRouter(orm: Orm, metrics: Metrics, readyTimeoutMs: number, requireUser: RequestHandler): Router {
   const routes = Router();
   routes.get('/health', (_req, res) => {
     res.json({ status: 'ok' });
   });
   routes.get('/ready', async (req, res) => {
+    const limit = deadline(readyTimeoutMs);
     try {
-      await orm.em.getConnection().execute('select 1');
+      await Promise.race([orm.em.getConnection().execute('select 1'), limit.promise]);
       res.json({ status: 'ready' });
     } catch (error) {
       requestLog(req)?.warn({ err: (error as Error).message }, 'database not reachable');
@@ -40,6 +54,8 @@ export function operationsRouter(orm: Orm, metrics: Metrics, requireUser: Reques
         .status(503)
         .setHeader('Retry-After', String(RETRY_AFTER_UNAVAILABLE_SECONDS))
         .json({ reason: UNAVAILABLE_REASON, code: 'SERVICE_UNAVAILABLE', request_id: req.id ?? null });
+    } finally {
+      limit.clear();
     }
   });
   // Not a public route (contract 3): any valid API key may scrape it.

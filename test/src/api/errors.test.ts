@@ -267,6 +267,53 @@ describeEachBackend('unexpected faults', (backend) => {
   });
 });
 
+describeEachBackend('an answer that breaks its own schema', (backend) => {
+  let server: TestServer;
+  let member: CreatedKeyForTest;
+  let queueId: string;
+  const projectId = 'acme/output';
+  beforeAll(async () => {
+    server = await startTestServer(backend);
+    member = await createUser(server, { entity: 'acme', role: 'member' });
+    const created = await rest(server, 'POST', '/annotation_queues', { key: member.api_key, body: { project_id: projectId, name: 'q' } });
+    expect(created.status, created.text).toBe(200);
+    queueId = created.body.id;
+    // Stored data the output schema refuses (scorer_refs must be strings), written past the API.
+    const sql = 'update annotation_queues set scorer_refs = ? where id = ?';
+    if (backend === 'sqlite') {
+      const db = new DatabaseSync(server.database.url.slice('sqlite:'.length));
+      try {
+        db.prepare(sql).run('[1]', queueId);
+      } finally {
+        db.close();
+      }
+    } else {
+      await withClient(server.database.url, (c) => c.query('update annotation_queues set scorer_refs = $1::jsonb where id = $2', ['[1]', queueId]));
+    }
+  });
+  afterAll(() => server?.stop());
+
+  it('is a fault of the server: 500 with the generic reason and no input-style issues, through both doors', async () => {
+    const reply = await rest(server, 'GET', `/annotation_queues/${queueId}?project_id=${projectId}`, { key: member.api_key, headers: { 'x-request-id': 'output-1' } });
+    expectJsonError(reply, 500, 'INTERNAL_SERVER_ERROR');
+    expect(reply.body).not.toHaveProperty('issues');
+    expect(reply.body.reason).toMatch(/unexpected error/i);
+    expect(reply.body.reason).not.toMatch(/invalid request|scorer_refs/i);
+    const error = await client(server, member.api_key)
+      .annotationQueues.read.query({ project_id: projectId, queue_id: queueId })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TRPCClientError);
+    expect((error as TRPCClientError<never>).data).toMatchObject({ httpStatus: 500, code: 'INTERNAL_SERVER_ERROR' });
+    const shape = (error as TRPCClientError<never>).shape as unknown as Record<string, unknown>;
+    expect(shape).not.toHaveProperty('issues');
+    expect(shape.reason).not.toMatch(/invalid request|scorer_refs/i);
+    // The log keeps what was wrong, under the request id.
+    await expect
+      .poll(() => server.logs.some((line) => line.request_id === 'output-1' && line.level === 50 && JSON.stringify(line.err ?? '').includes('scorer_refs')))
+      .toBe(true);
+  });
+});
+
 describe('request ids that are not sane are replaced', () => {
   let server: TestServer;
   beforeAll(async () => {

@@ -10,6 +10,8 @@ export type CallOptions = {
   raw?: string;
   key?: string;
   headers?: Record<string, string>;
+  /** Aborts the request (the reply promise rejects). */
+  signal?: AbortSignal;
 };
 
 export function basic(key: string, username = 'api'): string {
@@ -25,7 +27,7 @@ export async function rest<T = any>(server: { url: string }, method: string, pat
     body = JSON.stringify(options.body);
     headers['content-type'] ??= 'application/json';
   }
-  const response = await fetch(server.url + path, { method, headers, body });
+  const response = await fetch(server.url + path, { method, headers, body, signal: options.signal });
   const text = await response.text();
   let parsed: unknown = undefined;
   if ((response.headers.get('content-type') ?? '').includes('json') && text) parsed = JSON.parse(text);

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -20,6 +20,13 @@ export type PrivatePostgres = {
   start(): Promise<void>;
   /** `pg_ctl stop -m fast`: open connections are terminated, as in a real outage. */
   stop(): Promise<void>;
+  /**
+   * SIGSTOP to the postmaster and every process it started: the server keeps its sockets and
+   * stops answering, as a hung or partitioned database does (connections neither work nor fail).
+   */
+  pause(): void;
+  /** SIGCONT to the same processes. */
+  resume(): void;
   /** Stops the instance (if running) and deletes its files. */
   destroy(): Promise<void>;
 };
@@ -57,6 +64,7 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   const port = await freePort();
   const options = `-p ${port} -k ${root} -c listen_addresses=127.0.0.1 -c fsync=off`;
   let running = false;
+  let paused: number[] = [];
   const instance: PrivatePostgres = {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     port,
@@ -69,7 +77,19 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
       await asPostgres('pg_ctl', ['stop', '-D', dataDir, '-m', 'fast', '-w', '-t', '60']);
       running = false;
     },
+    pause() {
+      const postmaster = Number(readFileSync(join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+      // The postmaster first, so that it starts no new process while its children are listed.
+      process.kill(postmaster, 'SIGSTOP');
+      paused = [postmaster, ...childrenOf(postmaster)];
+      for (const pid of paused.slice(1)) process.kill(pid, 'SIGSTOP');
+    },
+    resume() {
+      for (const pid of paused) process.kill(pid, 'SIGCONT');
+      paused = [];
+    },
     async destroy() {
+      if (paused.length) instance.resume();
       if (running || existsSync(join(dataDir, 'postmaster.pid'))) {
         await asPostgres('pg_ctl', ['stop', '-D', dataDir, '-m', 'immediate', '-w', '-t', '60']).catch(() => undefined);
       }
@@ -83,6 +103,23 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     throw error;
   }
   return instance;
+}
+
+/** The processes whose parent is `pid`, from /proc. */
+function childrenOf(pid: number): number[] {
+  const children: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      // The command name, in parentheses, may hold spaces: the fields after it are fixed.
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === pid) children.push(Number(entry));
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return children;
 }
 
 /** uid and gid of an OS account, from the account database (they differ between machines). */
