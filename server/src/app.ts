@@ -52,9 +52,9 @@ export function createApp(services: Services): { listener: RequestListener; drai
   const operationMethods = new Set(['GET', 'HEAD', 'OPTIONS']);
   app.use((req, res, next) => (operationMethods.has(req.method) ? operations(req, res, next) : next()));
   // Nothing of a body is read before its route is known and its credentials are checked.
-  app.use(requireJsonBody);
-  app.use(admission(services, routes));
   const { limits } = services.config;
+  app.use(requireJsonBody(limits.bodyBytes));
+  app.use(admission(services, routes));
   app.use(jsonBodyReader({ maxBytes: limits.bodyBytes, maxDepth: limits.jsonDepth, budget: limits.bodyBudget, waitMs: limits.bodyWaitMs }));
 
   app.use(

@@ -9,7 +9,7 @@ import { parseAuthorization } from '../auth/credentials.ts';
 import type { Em } from '../db/orm.ts';
 import { DomainError } from '../domain/errors.ts';
 import { requestLog } from '../log.ts';
-import { sendError } from './errors.ts';
+import { leaveBodyUnread, sendError } from './errors.ts';
 import { MAX_TRPC_BATCH, type RouteTable } from './route-table.ts';
 
 const USER = Symbol('loupe.user');
@@ -45,11 +45,11 @@ export function admission(services: Services, routes: RouteTable) {
     if (req.path.startsWith('/trpc/')) {
       const match = routes.trpc(req.path);
       if (match.tooMany) {
-        res.setHeader('Connection', 'close');
+        leaveBodyUnread(req, res, services.config.limits.bodyBytes);
         return sendError(req, res, 400, 'BAD_REQUEST', `A batched request may name at most ${MAX_TRPC_BATCH} procedures.`);
       }
       if (match.unknown !== undefined) {
-        res.setHeader('Connection', 'close');
+        leaveBodyUnread(req, res, services.config.limits.bodyBytes);
         return sendError(req, res, 404, 'NOT_FOUND', `No procedure "${match.unknown.slice(0, 128)}".`);
       }
       needsUser = match.procedures.some((p) => p.protected);
@@ -57,7 +57,7 @@ export function admission(services: Services, routes: RouteTable) {
       const route = routes.rest(req.method, req.path);
       if (!route) {
         if (!hasBody) return next(); // the REST adapter or the 404 handler answers
-        res.setHeader('Connection', 'close');
+        leaveBodyUnread(req, res, services.config.limits.bodyBytes);
         return sendError(req, res, 404, 'NOT_FOUND', `No route ${req.method} ${req.path.slice(0, 256)}.`);
       }
       needsUser = route.protected;
@@ -77,7 +77,7 @@ export function userRequirement(services: Services) {
     try {
       (req as Admitted)[USER] = await authenticated(services, req);
     } catch (error) {
-      if (BODY_METHODS.has(req.method)) res.setHeader('Connection', 'close');
+      leaveBodyUnread(req, res, services.config.limits.bodyBytes);
       if (req.path.startsWith('/trpc/')) {
         (req as Admitted)[REFUSED] = error;
         return next();

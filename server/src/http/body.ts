@@ -1,7 +1,7 @@
 import { Semaphore, withTimeout, type SemaphoreInterface } from 'async-mutex';
 import type { NextFunction, Request, Response } from 'express';
 import { refusalOf } from './admission.ts';
-import { sendError } from './errors.ts';
+import { leaveBodyUnread, sendError } from './errors.ts';
 import { bodyWeight, measureJson, provisionalWeight } from './json-shape.ts';
 
 export type BodyLimits = {
@@ -56,8 +56,7 @@ export function jsonBodyReader(limits: BodyLimits) {
       return next();
     }
     const refuse = (status: number, code: string, reason: string, headers: Record<string, string> = {}) => {
-      // The body is left unread: close the connection rather than drain it.
-      res.setHeader('Connection', 'close');
+      leaveBodyUnread(req, res, limits.maxBytes);
       for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
       sendError(req, res, status, code, reason);
     };

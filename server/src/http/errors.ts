@@ -29,19 +29,32 @@ export function errorHandler(error: HttpError, req: Request, res: Response, _nex
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 
 /**
+ * Before answering a request whose body is left unread. A body of a declared length within the
+ * limit is drained (Node discards what is left once the answer is sent; nothing is kept), so the
+ * client reads its answer and may reuse the connection. Any other body gets `Connection: close`:
+ * a client that goes on sending into a closed connection may see a reset instead of the answer,
+ * which is the price of not reading an unbounded body.
+ */
+export function leaveBodyUnread(req: Request, res: Response, maxBytes: number): void {
+  if (!BODY_METHODS.has(req.method)) return;
+  const declared = req.headers['content-length'];
+  if (declared === undefined || Number(declared) > maxBytes) res.setHeader('Connection', 'close');
+}
+
+/**
  * A body that is not JSON is refused with 415 before anything reads it. What passes goes on with
  * the media type spelled `application/json`: the REST adapter compares it case-sensitively and
  * wants it even when there is no body, and it refuses before a request context exists, so its
  * answer would carry no request_id. A request without a body is read as an empty JSON body.
  */
-export function requireJsonBody(req: Request, res: Response, next: NextFunction): void {
+export const requireJsonBody = (maxBytes: number) => (req: Request, res: Response, next: NextFunction): void => {
   if (!BODY_METHODS.has(req.method)) return next();
   const type = req.headers['content-type'];
   const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
   if (type === undefined ? hasBody : !/^application\/json\s*(;|$)/i.test(type)) {
-    res.setHeader('Connection', 'close'); // the body is left unread
+    leaveBodyUnread(req, res, maxBytes);
     return sendError(req, res, 415, 'UNSUPPORTED_MEDIA_TYPE', 'The request body must be JSON (Content-Type: application/json).');
   }
   req.headers['content-type'] = type === undefined ? 'application/json' : type.replace(/^application\/json/i, 'application/json');
   next();
-}
+};

@@ -52,8 +52,17 @@ export async function queryFeedback(server: Target, key: string, projectId: stri
   return reply.body.result as StoredFeedback[];
 }
 
-/** Every record of a project (or those matching `filter`), paging through with the largest limit. */
+/**
+ * Every record of a project (or those matching `filter`), paging through with the largest limit.
+ * A filter on more ids than one query takes (1,000) is asked in parts.
+ */
 export async function allFeedback(server: Target, key: string, projectId: string, filter?: Record<string, unknown>): Promise<StoredFeedback[]> {
+  const ids = filter?.ids;
+  if (Array.isArray(ids) && ids.length > 1000) {
+    const parts: StoredFeedback[] = [];
+    for (let i = 0; i < ids.length; i += 1000) parts.push(...(await allFeedback(server, key, projectId, { ...filter, ids: ids.slice(i, i + 1000) })));
+    return parts;
+  }
   const all: StoredFeedback[] = [];
   for (let offset = 0; ; offset += 10_000) {
     const page = await queryFeedback(server, key, projectId, { ...(filter ? { filter } : {}), limit: 10_000, offset });
