@@ -1,6 +1,6 @@
-import { Semaphore, withTimeout, type SemaphoreInterface } from 'async-mutex';
 import type { NextFunction, Request, Response } from 'express';
 import { refusalOf } from './admission.ts';
+import { BodyBudget } from './body-budget.ts';
 import { leaveBodyUnread, sendError } from './errors.ts';
 import { bodyWeight, measureJson, provisionalWeight } from './json-shape.ts';
 
@@ -17,7 +17,6 @@ export type BodyLimits = {
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
-const BUSY = new Error('body budget wait timed out');
 const UNIT = 64 * 1024;
 
 /**
@@ -28,25 +27,31 @@ const UNIT = 64 * 1024;
  * done — a request that finds no room within `waitMs` is answered 503 with Retry-After.
  */
 export function jsonBodyReader(limits: BodyLimits) {
-  // Counted in units of 64 KiB: the semaphore's release walks every unit of its free value
-  // (4,096 steps for the default budget), and a small body holds one unit.
-  const units = Math.max(1, Math.floor(limits.budget / UNIT));
-  const budget: SemaphoreInterface = withTimeout(new Semaphore(units), limits.waitMs, BUSY);
+  // Counted in units of 64 KiB; a small body holds one unit.
+  const budget = new BodyBudget(Math.max(1, Math.floor(limits.budget / UNIT)));
 
   /** The budget's units a weight in bytes takes. */
-  const unitsOf = (weight: number) => Math.min(Math.ceil(weight / UNIT), units);
+  const unitsOf = (weight: number) => Math.min(Math.ceil(weight / UNIT), budget.size);
 
-  /** Holds `wanted` units of the budget until the response is done; false when there is no room. */
-  const reserve = async (res: Response, wanted: number, priority = 0): Promise<boolean> => {
+  /**
+   * Holds `wanted` units until the response is done: true at once when there is room, else a
+   * promise of whether they came in time. Units granted after the client went away go back.
+   */
+  const reserve = (res: Response, wanted: number, ahead = false): boolean | Promise<boolean> => {
     if (wanted <= 0) return true;
-    try {
-      const [, release] = await budget.acquire(wanted, priority);
-      res.once('close', release);
-      return true;
-    } catch (error) {
-      if (error === BUSY) return false;
-      throw error;
-    }
+    let held = false;
+    let closed = false;
+    res.once('close', () => {
+      closed = true;
+      if (held) budget.give(wanted);
+    });
+    const hold = (taken: boolean) => {
+      if (taken && closed) budget.give(wanted);
+      held = taken && !closed;
+      return held;
+    };
+    const taken = budget.take(wanted, limits.waitMs, ahead);
+    return typeof taken === 'boolean' ? hold(taken) : taken.then(hold);
   };
 
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
@@ -72,7 +77,8 @@ export function jsonBodyReader(limits: BodyLimits) {
     if (declared !== undefined && declared > limits.maxBytes) return refuse(413, 'PAYLOAD_TOO_LARGE', tooLargeReason(limits.maxBytes));
     // Room for what the bytes will cost first: a body without a declared length may be as long as the limit.
     let held = unitsOf(provisionalWeight(declared ?? limits.maxBytes));
-    if (!(await reserve(res, held))) return refuse(503, 'SERVICE_UNAVAILABLE', BUSY_REASON, { 'Retry-After': '1' });
+    const room = reserve(res, held);
+    if (room !== true && !(await room)) return refuse(503, 'SERVICE_UNAVAILABLE', BUSY_REASON, { 'Retry-After': '1' });
 
     const bytes = await readBytes(req, declared, limits.maxBytes);
     if (bytes === 'too large') return refuse(413, 'PAYLOAD_TOO_LARGE', tooLargeReason(limits.maxBytes));
@@ -91,7 +97,8 @@ export function jsonBodyReader(limits: BodyLimits) {
     }
     if (unitsOf(weight) > held) {
       // Ahead of bodies waiting to be read: this one already holds most of its share.
-      if (!(await reserve(res, unitsOf(weight) - held, 1))) return sendError(req, res, 503, 'SERVICE_UNAVAILABLE', BUSY_REASON, { 'Retry-After': '1' });
+      const more = reserve(res, unitsOf(weight) - held, true);
+      if (more !== true && !(await more)) return sendError(req, res, 503, 'SERVICE_UNAVAILABLE', BUSY_REASON, { 'Retry-After': '1' });
       held = unitsOf(weight);
     }
     let text: string;
