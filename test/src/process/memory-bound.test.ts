@@ -13,7 +13,7 @@ import { basic } from '../harness/http.ts';
 // 503 with Retry-After; the process stays up; its peak resident memory stays under RSS_BOUND_MB.
 // The bound: a 384 MB heap (package.json) holding the 256 MiB body budget, plus the bodies' bytes
 // being received (off-heap) and Node's own ~60 MB.
-const RSS_BOUND_MB = 768;
+const RSS_BOUND_MB = 640;
 const LIMIT = 32 * 1024 * 1024;
 
 function peakRssMb(pid: number): number {
