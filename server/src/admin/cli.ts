@@ -7,7 +7,8 @@ import { forkEm, migrate, openDatabase, type Orm } from '../db/orm.ts';
 import { AdminError, addMember, createKey, createUser, listKeys, revokeKey } from './commands.ts';
 import { loadDemo } from './demo.ts';
 
-const USAGE = `usage: npm run admin -- <command>
+const USAGE = `usage: npm run --silent admin -- <command>
+  help, --help, -h   this list
   users create <username> [--entity <entity>] [--role admin|member|viewer] [--json]
   keys create <username> [--json]
   keys list <username> [--json]
@@ -15,7 +16,8 @@ const USAGE = `usage: npm run admin -- <command>
   members add <username> <entity> [--role admin|member|viewer] [--json]
   migrate [--json]
   demo [--json]
-The database is DATABASE_URL's (default sqlite:./data/loupe.db).`;
+The database is DATABASE_URL's (default sqlite:./data/loupe.db). --json prints one JSON line;
+--silent keeps npm from printing its own lines before it.`;
 
 class UsageError extends Error {}
 
@@ -30,18 +32,24 @@ function role(value: string | undefined): Role | undefined {
 }
 
 /** Reads the command line without touching the database, so a typo costs nothing. */
-function parse(argv: string[]): { command: Command; json: boolean } {
+function parse(argv: string[]): { command: Command; json: boolean } | 'help' {
   let parsed;
   try {
     parsed = parseArgs({
       args: argv,
       allowPositionals: true,
-      options: { entity: { type: 'string' }, role: { type: 'string' }, json: { type: 'boolean', default: false } },
+      options: {
+        entity: { type: 'string' },
+        role: { type: 'string' },
+        json: { type: 'boolean', default: false },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
     });
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
   const { values, positionals } = parsed;
+  if (values.help || (positionals.length === 1 && positionals[0] === 'help')) return 'help';
   const [group, action, ...rest] = positionals;
   const name = `${group ?? ''} ${action ?? ''}`.trim();
   const args = (count: number): string[] => {
@@ -137,16 +145,21 @@ function parse(argv: string[]): { command: Command; json: boolean } {
 const mask = secretMasker(process.env.DATABASE_URL);
 let orm: Orm | undefined;
 try {
-  const { command, json } = parse(process.argv.slice(2));
-  const config = loadConfig();
-  // Every command but `migrate` migrates on opening; `migrate` does it itself to report what ran.
-  // Only the connection is bounded in time: a command (a migration) may take as long as it needs.
-  orm = await openDatabase(config.databaseUrl, 2, {
-    migrateNow: command.name !== 'migrate',
-    timeouts: { connectMs: config.dbTimeouts.connectMs },
-  });
-  const output = await command.run(orm);
-  console.log(json ? JSON.stringify(output.value) : output.human);
+  const parsed = parse(process.argv.slice(2));
+  if (parsed === 'help') {
+    console.log(USAGE);
+  } else {
+    const { command, json } = parsed;
+    const config = loadConfig();
+    // Every command but `migrate` migrates on opening; `migrate` does it itself to report what ran.
+    // Only the connection is bounded in time: a command (a migration) may take as long as it needs.
+    orm = await openDatabase(config.databaseUrl, 2, {
+      migrateNow: command.name !== 'migrate',
+      timeouts: { connectMs: config.dbTimeouts.connectMs },
+    });
+    const output = await command.run(orm);
+    console.log(json ? JSON.stringify(output.value) : output.human);
+  }
 } catch (error) {
   if (error instanceof UsageError) {
     console.error(`loupe admin: ${error.message}\n${USAGE}`);

@@ -1,0 +1,128 @@
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describeEachBackend } from '../harness/backends.ts';
+import { REPO_ROOT, createUserViaCli, startChildServer, type ChildServer, type CliUser } from '../harness/child-server.ts';
+import { freshDatabase, type TestDatabase } from '../harness/databases.ts';
+import { rest } from '../harness/http.ts';
+
+// The README's examples are scripts/examples.sh: the README shows the script's blocks, and the
+// script runs as written against the real server, as a reader runs it after `npm start`.
+
+const SCRIPT = 'scripts/examples.sh';
+const FENCE = '```sh scripts/examples.sh\n';
+
+/** The README's code blocks marked as parts of the script, in order. */
+function readmeBlocks(): string[] {
+  const readme = readFileSync(`${REPO_ROOT}README.md`, 'utf8');
+  return readme
+    .split(FENCE)
+    .slice(1)
+    .map((rest) => rest.slice(0, rest.indexOf('\n```')));
+}
+
+describe('README examples', () => {
+  it('the README shows exactly the script: its blocks, in order, are everything after the header', () => {
+    const script = readFileSync(`${REPO_ROOT}${SCRIPT}`, 'utf8');
+    const split = script.indexOf('\n\n');
+    const header = script.slice(0, split).split('\n');
+    // The header only explains and sets up; every command a reader sees is in the README.
+    for (const line of header) expect(line).toMatch(/^(#|set -euo pipefail$|cd "\$\(dirname "\$0"\)\/\.\."$)/);
+    const blocks = readmeBlocks();
+    expect(blocks.length).toBeGreaterThanOrEqual(5);
+    expect(script.slice(split + 2)).toBe(`${blocks.join('\n\n')}\n`);
+  });
+});
+
+type Run = { code: number | null; stdout: string; stderr: string };
+
+/** `bash scripts/examples.sh` from a shell with no npm variables in it, as a reader runs it. */
+function runScript(env: Record<string, string>): Promise<Run> {
+  const base = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.toLowerCase().startsWith('npm_')));
+  return new Promise((resolve, reject) => {
+    const child = spawn('bash', [SCRIPT], { cwd: REPO_ROOT, env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+describeEachBackend('README examples run as written', (backend) => {
+  let database: TestDatabase;
+  let server: ChildServer;
+  /** Another member of acme, to look at what the script stored. */
+  let reader: CliUser;
+  beforeAll(async () => {
+    database = await freshDatabase(backend);
+    server = await startChildServer({ databaseUrl: database.url });
+    reader = await createUserViaCli(database.url, { entity: 'acme', role: 'viewer' });
+  });
+  afterAll(async () => {
+    await server?.stop();
+    await database?.drop();
+  });
+
+  it('every step answers 2xx, each id comes from the answer before, and the purge deletes what replace stored', async () => {
+    const run = await runScript({ LOUPE_URL: server.url, DATABASE_URL: database.url });
+    expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0);
+    // Neither npm nor curl said anything: no banner, no error.
+    expect(run.stderr).toBe('');
+
+    const lines = run.stdout.trimEnd().split('\n');
+    const captured = (name: string) => lines.find((line) => line.startsWith(`${name}=`))!.slice(name.length + 1);
+    const json = (line: string) => JSON.parse(line) as Record<string, any>;
+    const [Q, ITEM, NOTE, NEW, REF] = ['Q', 'ITEM', 'NOTE', 'NEW', 'REF'].map(captured) as [string, string, string, string, string];
+    for (const id of [Q, ITEM, NOTE, NEW]) expect(id).toMatch(UUID);
+    expect(NEW).not.toBe(NOTE);
+    expect(REF).toMatch(/^svc:\/\/\/acme\/bot\/object\/helpfulness:[^/:]+$/);
+
+    // One line per example, in the README's order.
+    const expected: ((line: string) => void)[] = [
+      (l) => expect(l).toMatch(/^[\w.-]+\/[\w.:-]+$/), // a model id of the catalog
+      (l) => expect(json(l)).toMatchObject({ username: expect.stringMatching(/^alice-/), memberships: [{ entity: 'acme', role: 'member' }] }),
+      (l) => expect(json(l).queues).toEqual([expect.objectContaining({ project_id: 'demo/chatbot', name: 'Support answers to review' })]),
+      (l) => expect(json(l)).toEqual({ res: [{ id: 'call-1' }] }),
+      (l) => expect(json(l).call).toMatchObject({ project_id: 'acme/bot', id: 'call-1', op_name: 'answer', inputs: { q: 'hi' } }),
+      (l) => expect(json(l).calls.map((c: { id: string }) => c.id)).toEqual(['call-1']),
+      (l) => expect(l).toBe(`REF=${REF}`),
+      (l) => expect(json(l).specs).toEqual([expect.objectContaining({ ref: REF, name: 'helpfulness' })]),
+      (l) => expect(l).toBe(`Q=${Q}`),
+      (l) => expect(json(l).queues).toEqual([expect.objectContaining({ id: Q, name: 'Review', scorer_refs: [REF] })]),
+      (l) => expect(json(l).queue).toMatchObject({ id: Q, description: null }),
+      (l) => expect(json(l).queue).toMatchObject({ id: Q, description: 'weekly' }),
+      (l) => expect(json(l)).toEqual({ added_count: 1, duplicates: [], missing_call_ids: [] }),
+      (l) => expect(json(l).items).toEqual([expect.objectContaining({ id: ITEM, call_id: 'call-1', annotation_state: 'unstarted', position_in_queue: 1 })]),
+      (l) => expect(l).toBe(`ITEM=${ITEM}`),
+      (l) => expect(json(l).item).toMatchObject({ id: ITEM, annotation_state: 'completed' }),
+      (l) => expect(json(l).stats).toEqual([expect.objectContaining({ queue_id: Q, total_items: 1, completed_items: 1 })]),
+      (l) => expect(json(l).item).toMatchObject({ id: ITEM, deleted_at: expect.any(String) }),
+      (l) => expect(json(l).queue).toMatchObject({ id: Q, deleted_at: expect.any(String) }),
+      (l) => expect(l).toBe(`NOTE=${NOTE}`),
+      (l) => expect(json(l)).toMatchObject({ id: expect.stringMatching(UUID), payload: { up: true } }),
+      (l) => expect(json(l).result).toEqual([expect.objectContaining({ feedback_type: 'svc.reaction.1', payload: expect.objectContaining({ detoned: '👍' }) })]),
+      (l) => expect(l).toBe(`NEW=${NEW}`),
+      (l) => expect(json(l)).toEqual({ deleted_count: 1 }),
+    ];
+    expect(lines).toHaveLength(expected.length);
+    expected.forEach((check, index) => check(lines[index]!));
+
+    // What is stored afterwards, seen by another member of acme.
+    const feedback = await rest(server, 'POST', '/feedback/query', { key: reader.api_key, body: { project_id: 'acme/bot', limit: 100 } });
+    expect(feedback.status).toBe(200);
+    const stored = feedback.body.result as { id: string; feedback_type: string; payload: Record<string, unknown> }[];
+    expect(stored.map((f) => f.feedback_type).sort()).toEqual(['svc.annotation.helpfulness', 'svc.reaction.1', 'thumbs']);
+    // The note was replaced (its first id is gone) and its replacement purged (gone too).
+    expect(stored.map((f) => f.id)).not.toContain(NOTE);
+    expect(stored.map((f) => f.id)).not.toContain(NEW);
+    const queues = await rest(server, 'POST', '/annotation_queues/query', { key: reader.api_key, body: { project_id: 'acme/bot' } });
+    expect(queues.status).toBe(200);
+    expect(queues.body.queues).toEqual([]);
+    const call = await rest(server, 'GET', '/calls/call-1?project_id=acme/bot', { key: reader.api_key });
+    expect(call.status).toBe(200);
+  });
+});
