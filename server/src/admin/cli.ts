@@ -8,7 +8,6 @@ import { AdminError, addMember, createKey, createUser, listKeys, revokeKey } fro
 import { loadDemo } from './demo.ts';
 
 const USAGE = `usage: npm run --silent admin -- <command>
-  help, --help, -h   this list
   users create <username> [--entity <entity>] [--role admin|member|viewer] [--json]
   keys create <username> [--json]
   keys list <username> [--json]
@@ -16,6 +15,7 @@ const USAGE = `usage: npm run --silent admin -- <command>
   members add <username> <entity> [--role admin|member|viewer] [--json]
   migrate [--json]
   demo [--json]
+  help (or --help, -h)
 The database is DATABASE_URL's (default sqlite:./data/loupe.db). --json prints one JSON line;
 --silent keeps npm from printing its own lines before it.`;
 

@@ -160,4 +160,26 @@ describeEachBackend('admin command-line tool', (backend) => {
     expect(noCommand.code).toBe(2);
     expect(noCommand.stderr).toContain('usage:');
   });
+
+  it('--help, -h and help print the usage on stdout and exit 0, without opening the database', async () => {
+    for (const args of [['--help'], ['-h'], ['help'], ['users', 'create', '--help']]) {
+      const run = await admin(...args);
+      expect(run.code, args.join(' ')).toBe(0);
+      expect(run.stderr).toBe('');
+      expect(run.stdout).toMatch(/^usage: npm run --silent admin -- <command>\n/);
+      expect(run.stdout).toContain('users create <username>');
+    }
+    if (backend === 'sqlite') {
+      const untouched = join(mkdtempSync(join(tmpdir(), 'loupe-cli-')), 'never.db');
+      const help = await new Promise<number | null>((resolve) =>
+        spawn(process.execPath, [CLI, '--help'], { cwd: REPO_ROOT, env: { ...process.env, DATABASE_URL: `sqlite:${untouched}` } }).on('close', resolve),
+      );
+      expect(help).toBe(0);
+      expect(existsSync(untouched)).toBe(false);
+    }
+    // "help" is a command only on its own.
+    const extra = await admin('help', 'users');
+    expect(extra.code).toBe(2);
+    expect(extra.stderr).toContain('unknown command "help users"');
+  });
 });
