@@ -59,7 +59,7 @@ export function jsonBodyReader(limits: BodyLimits) {
     const declared = req.headers['content-length'] === undefined ? undefined : Number(req.headers['content-length']);
     if (declared !== undefined && declared > limits.maxBytes) return refuse(413, 'PAYLOAD_TOO_LARGE', tooLargeReason(limits.maxBytes));
     // Room for what the bytes will cost first: a body without a declared length may be as long as the limit.
-    let held = Math.min(provisionalWeight(declared ?? limits.maxBytes), limits.budget);
+    let held = Math.min(Math.max(1, provisionalWeight(declared ?? limits.maxBytes)), limits.budget); // an empty body holds 1: the semaphore refuses 0
     if (!(await reserve(res, held))) return refuse(503, 'SERVICE_UNAVAILABLE', BUSY_REASON, { 'Retry-After': '1' });
 
     const bytes = await readBytes(req, declared, limits.maxBytes);
