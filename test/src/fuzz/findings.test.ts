@@ -53,4 +53,30 @@ describeEachBackend('fuzz findings', (backend) => {
     const body = JSON.parse(reply.text) as { error?: { reason?: unknown; request_id?: unknown } };
     expect(body.error).toMatchObject({ reason: expect.any(String), request_id: expect.any(String) });
   });
+
+  it('TRACE on the typed door is a 4xx JSON error, not a 500', async () => {
+    for (const [path, headers] of [['/trpc/me.read', { authorization: `Bearer ${key}` }], ['/trpc/models.list', {}], ['/trpc', {}]] as const) {
+      const reply = await call('TRACE', path, headers);
+      expect(reply.status, `TRACE ${path}: ${reply.text}`).toBeLessThan(500);
+      expect(reply.headers['content-type'], `TRACE ${path}`).toMatch(/^application\/json/);
+    }
+  });
+
+  it('OPTIONS, DELETE, PROPFIND and a multipart GET on the typed door are JSON errors with a request_id', async () => {
+    for (const [method, type] of [['OPTIONS'], ['DELETE'], ['PROPFIND'], ['GET', 'multipart/form-data; boundary=x']]) {
+      const reply = await call(method!, '/trpc/me.read', { authorization: `Bearer ${key}`, ...(type ? { 'content-type': type } : {}) });
+      expect(reply.status, `${method}: ${reply.text}`).toBeGreaterThanOrEqual(400);
+      expect(reply.headers['content-type'], `${method}: ${reply.text}`).toMatch(/^application\/json/);
+      expect((JSON.parse(reply.text) as { error?: { request_id?: unknown } }).error?.request_id, method).toEqual(expect.any(String));
+    }
+  });
+
+  it('a REST body that is a JSON string or array is a short 400, not one issue per character or element', async () => {
+    const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+    for (const body of [JSON.stringify('x'.repeat(20_000)), JSON.stringify(Array.from({ length: 20_000 }, () => 1))]) {
+      const reply = await call('POST', '/calls/query', headers, body);
+      expect(reply.status).toBe(400);
+      expect(reply.text.length, `a ${body.length}-byte ${body[0] === '"' ? 'string' : 'array'} body answered with ${reply.text.length} bytes`).toBeLessThan(16 * 1024);
+    }
+  });
 });

@@ -262,7 +262,9 @@ export function requestArbitrary(doc: OpenApi, world: World): fc.Arbitrary<FuzzR
         chunked: chunked && target.body.bytes !== undefined,
       };
       return Object.assign(request, { [fc.toStringMethod]: () => describeRequest(request) });
-    });
+    })
+    // Node refuses a request line and headers over 16 KiB itself (431, before the application).
+    .filter((r) => r.path.length + Object.entries(r.headers).reduce((n, [k, v]) => n + k.length + v.length + 4, 0) < 15_000);
 }
 
 function decodeSafe(segment: string): string {

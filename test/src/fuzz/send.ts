@@ -6,7 +6,7 @@ export type Answer = { kind: 'answer'; status: number; headers: IncomingHttpHead
 export type NoAnswer = { kind: 'no answer'; error: string; ms: number; bodySent: boolean };
 export type Outcome = Answer | NoAnswer;
 
-const KEEP_BYTES = 256 * 1024;
+const KEEP_BYTES = 16 * 1024 * 1024;
 
 /**
  * Sends one request on its own connection with node:http (fetch would refuse or rewrite the odd
@@ -26,7 +26,11 @@ export function send(base: URL, r: FuzzRequest, body: Buffer | undefined, patien
       resolve(outcome);
     };
     const headers: Record<string, string> = { ...r.headers };
-    if (body !== undefined && !r.chunked) headers['content-length'] = String(body.length);
+    if (body !== undefined) {
+      // Said outright: node:http frames a GET or DELETE body only when told how.
+      if (r.chunked) headers['transfer-encoding'] = 'chunked';
+      else headers['content-length'] = String(body.length);
+    }
     let req: ReturnType<typeof request>;
     try {
       req = request({
