@@ -6,6 +6,7 @@ import { createOpenApiNodeHttpHandler } from 'trpc-to-openapi';
 import { contextFactory, type Services } from './api/context.ts';
 import { errorHeaders, normalizeError } from './api/error-policy.ts';
 import { appRouter } from './api/router.ts';
+import { typedDoorRequestId } from './api/trpc.ts';
 import { admission, userRequirement } from './http/admission.ts';
 import { jsonBodyReader } from './http/body.ts';
 import { errorHandler, notFound, requireJsonBody } from './http/errors.ts';
@@ -57,16 +58,20 @@ export function createApp(services: Services): { listener: RequestListener; drai
   app.use(admission(services, routes));
   app.use(jsonBodyReader({ maxBytes: limits.bodyBytes, maxDepth: limits.jsonDepth, budget: limits.bodyBudget, waitMs: limits.bodyWaitMs }));
 
-  app.use(
-    '/trpc',
-    createExpressMiddleware({
-      router: appRouter,
-      createContext: ({ req, res }) => createContext({ req, res }),
-      responseMeta,
-      onError,
-      maxBodySize: services.config.limits.bodyBytes,
-    }),
-  );
+  const typedDoor = createExpressMiddleware({
+    router: appRouter,
+    createContext: ({ req, res }) => createContext({ req, res }),
+    // tRPC answers some errors before any context exists (a batch mixing queries and mutations,
+    // an unsupported media type) as text/plain: every error of this door is JSON.
+    responseMeta: ({ errors }) => {
+      const meta = responseMeta({ errors });
+      return errors.length ? { headers: { ...meta.headers, 'Content-Type': 'application/json' } } : meta;
+    },
+    onError,
+    maxBodySize: services.config.limits.bodyBytes,
+  });
+  // The request id is in scope for the error formatter even when no context was made.
+  app.use('/trpc', (req, res, next) => typedDoorRequestId.run(req.id ?? '', () => typedDoor(req, res, next)));
   // Nothing here reads `info.signal`: the patched adapter builds a whole fetch Request the first
   // time it is read (see README, patched dependencies).
   const rest = createOpenApiNodeHttpHandler({

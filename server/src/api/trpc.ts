@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { initTRPC, TRPCError } from '@trpc/server';
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import { DomainError, invalid, tooLarge } from '../domain/errors.ts';
@@ -5,6 +6,9 @@ import type { Context } from './context.ts';
 import { normalizeError, reasonOf, zodIssues } from './error-policy.ts';
 import { fieldPath } from '@loupe/shared';
 import { findUnstorableText } from './text-safety.ts';
+
+/** The id of the typed-door request being answered, for errors tRPC raises before a context exists. */
+export const typedDoorRequestId = new AsyncLocalStorage<string>();
 
 const t = initTRPC
   .context<Context>()
@@ -16,7 +20,7 @@ const t = initTRPC
         ...shape,
         data,
         reason: reasonOf(error),
-        request_id: ctx?.requestId ?? null,
+        request_id: ctx?.requestId || typedDoorRequestId.getStore() || null,
         ...(zodIssues(error) ? { issues: zodIssues(error) } : {}),
       };
     },

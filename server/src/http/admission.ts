@@ -42,7 +42,13 @@ export function admission(services: Services, routes: RouteTable) {
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     const hasBody = BODY_METHODS.has(req.method);
     let needsUser: boolean;
-    if (req.path.startsWith('/trpc/')) {
+    if (req.path === '/trpc' || req.path.startsWith('/trpc/')) {
+      if (req.method !== 'GET' && req.method !== 'POST') {
+        leaveBodyUnread(req, res, services.config.limits.bodyBytes);
+        return sendError(req, res, 405, 'METHOD_NOT_SUPPORTED', `The typed door answers GET (queries) and POST (mutations), not ${req.method.slice(0, 16)}.`, { Allow: 'GET, POST' });
+      }
+      // A GET has no body: a media type on it means nothing (tRPC would refuse the request for it).
+      if (req.method === 'GET') delete req.headers['content-type'];
       const match = routes.trpc(req.path);
       if (match.tooMany) {
         leaveBodyUnread(req, res, services.config.limits.bodyBytes);

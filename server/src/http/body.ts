@@ -107,11 +107,18 @@ export function jsonBodyReader(limits: BodyLimits) {
     } catch {
       return sendError(req, res, 400, 'BAD_REQUEST', 'The request body is not valid UTF-8.');
     }
+    let body: unknown;
     try {
-      req.body = JSON.parse(text);
+      body = JSON.parse(text);
     } catch (error) {
       return sendError(req, res, 400, 'PARSE_ERROR', malformedJsonReason((error as Error).message));
     }
+    // Every input is an object; the REST adapter would spread anything else into one field per
+    // character or element.
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+      return sendError(req, res, 400, 'BAD_REQUEST', 'The request body must be a JSON object.');
+    }
+    req.body = body;
     next();
   };
 }

@@ -1,14 +1,25 @@
 import type { NextFunction, Request, Response } from 'express';
+import { TRPC_ERROR_CODES_BY_KEY, type TRPC_ERROR_CODE_KEY } from '@trpc/server/rpc';
 import { INTERNAL_REASON } from '../api/error-policy.ts';
 import { requestLog } from '../log.ts';
 
 type HttpError = Error & { type?: string; status?: number; statusCode?: number };
 
-/** An error answer of the HTTP layer, in the same JSON shape as the procedures' errors. */
+/**
+ * An error answer of the HTTP layer, in the same JSON shape as the procedures' errors: on the REST
+ * door `{reason, code, request_id}`; on the typed door tRPC's envelope, which its clients read,
+ * with the same fields the error formatter adds (api/trpc.ts).
+ */
 export function sendError(req: Request, res: Response, status: number, code: string, reason: string, headers: Record<string, string> = {}): void {
   if (res.headersSent) return;
   for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
-  res.status(status).json({ reason, code, request_id: req.id ?? null });
+  const requestId = req.id ?? null;
+  if (/^\/trpc(\/|\?|$)/.test(req.originalUrl ?? req.url)) {
+    const rpcCode = TRPC_ERROR_CODES_BY_KEY[code as TRPC_ERROR_CODE_KEY] ?? TRPC_ERROR_CODES_BY_KEY.BAD_REQUEST;
+    res.status(status).json({ error: { message: reason, code: rpcCode, data: { code, httpStatus: status }, reason, request_id: requestId } });
+    return;
+  }
+  res.status(status).json({ reason, code, request_id: requestId });
 }
 
 /** Unknown routes: a JSON 404 like every other error. */

@@ -49,7 +49,7 @@ export class RouteTable {
 
   /** The procedures a `/trpc/<a>,<b>` path names (tRPC batches join names with commas). */
   trpc(path: string): TrpcMatch {
-    const names = path.slice('/trpc/'.length).split(',');
+    const names = path.slice('/trpc/'.length).split(','); // '/trpc' alone names '' (unknown)
     if (names.length > MAX_TRPC_BATCH) return { procedures: [], unknown: undefined, tooMany: true };
     const procedures: ProcedureRoute[] = [];
     for (const name of names) {
@@ -62,7 +62,7 @@ export class RouteTable {
 
   /** The metric label of a path: bounded, whatever paths clients send. */
   label(method: string, path: string): string {
-    if (path.startsWith('/trpc/')) {
+    if (path === '/trpc' || path.startsWith('/trpc/')) {
       const { procedures, unknown, tooMany } = this.trpc(path);
       if (tooMany || unknown !== undefined) return '/trpc/unmatched';
       return procedures.length === 1 ? procedures[0]!.name : '/trpc/batch';

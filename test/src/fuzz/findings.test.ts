@@ -5,8 +5,8 @@ import { freshDatabase, type TestDatabase } from '../harness/databases.ts';
 import type { FuzzRequest } from './requests.ts';
 import { send, type Answer } from './send.ts';
 
-// Minimal reproductions of what the fuzz found, each against the server as `npm start` runs it.
-// An open one fails here until it is fixed (findings.ts keeps the fuzz from tripping over it meanwhile).
+// Minimal reproductions of what the fuzz found, each against the server as `npm start` runs it;
+// each failed before its fix and keeps it fixed.
 
 describeEachBackend('fuzz findings', (backend) => {
   let database: TestDatabase;
