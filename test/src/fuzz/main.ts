@@ -2,7 +2,7 @@ import { BACKENDS, postgresAvailable, type Backend } from '../harness/databases.
 import { runFuzz, summaryLine } from './runner.ts';
 
 // `npm run fuzz`: the long run, on SQLite and (with TEST_DATABASE_URL) PostgreSQL. FUZZ_RUNS
-// requests per backend (default 3000), FUZZ_SECONDS to stop earlier, FUZZ_SEED to replay a run,
+// requests per backend (default 20,000), FUZZ_SECONDS to stop earlier, FUZZ_SEED to replay a run,
 // FUZZ_CONCURRENCY streams at once, FUZZ_BACKENDS=sqlite|postgresql to pick. Exit code 1 on any violation.
 
 function positiveInt(name: string, fallback: number): number {
@@ -13,7 +13,7 @@ function positiveInt(name: string, fallback: number): number {
   return value;
 }
 
-const runs = positiveInt('FUZZ_RUNS', 3000);
+const runs = positiveInt('FUZZ_RUNS', 20_000);
 const seconds = process.env.FUZZ_SECONDS ? positiveInt('FUZZ_SECONDS', 1) : undefined;
 const seed = positiveInt('FUZZ_SEED', Date.now() % 2 ** 31);
 const concurrency = positiveInt('FUZZ_CONCURRENCY', 2);
