@@ -1,5 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { TRPC_ERROR_CODES_BY_KEY, type TRPC_ERROR_CODE_KEY } from '@trpc/server/rpc';
+// `req.id` is declared where it is set.
+import type {} from './request-context.ts';
 import { INTERNAL_REASON } from '../api/error-policy.ts';
 import { requestLog } from '../log.ts';
 
