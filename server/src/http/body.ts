@@ -140,7 +140,7 @@ function readBytes(req: Request, declared: number | undefined, maxBytes: number)
     const chunks: Buffer[] = [];
     let received = 0;
     const finish = (result: Buffer | 'too large' | 'aborted') => {
-      req.off('data', onData).off('end', onEnd).off('aborted', onAborted).off('error', onAborted);
+      req.off('data', onData).off('end', onEnd).off('aborted', onAborted).off('error', onAborted).off('close', onAborted);
       if (typeof result === 'string') req.pause();
       resolve(result);
     };
@@ -155,6 +155,7 @@ function readBytes(req: Request, declared: number | undefined, maxBytes: number)
       finish(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received));
     };
     const onAborted = () => finish('aborted');
-    req.on('data', onData).on('end', onEnd).on('aborted', onAborted).on('error', onAborted);
+    // A client that goes away mid-body ends the read with 'aborted', 'error' or at least 'close'.
+    req.on('data', onData).on('end', onEnd).on('aborted', onAborted).on('error', onAborted).on('close', onAborted);
   });
 }
