@@ -77,8 +77,7 @@ export function createApp(services: Services): { listener: RequestListener; drai
   const rest = createOpenApiNodeHttpHandler({
     router: appRouter,
     createContext: ({ req, res }: { req: IncomingMessage; res: ServerResponse }) => createContext({ req, res }),
-    // REST errors that occur before a procedure runs (unsupported media type, bad JSON) pass
-    // through the same policy as procedure errors.
+    // Errors the REST adapter raises before a procedure runs pass through the same policy.
     responseMeta: ({ errors }: { errors: TRPCError[] }) => responseMeta({ errors: errors.map(normalizeError) }),
     onError,
     maxBodySize: services.config.limits.bodyBytes,
