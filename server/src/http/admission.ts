@@ -10,6 +10,7 @@ import type { Em } from '../db/orm.ts';
 import { DomainError } from '../domain/errors.ts';
 import { requestLog } from '../log.ts';
 import { leaveBodyUnread, sendError } from './errors.ts';
+import { carriesBody, onTypedDoor } from './request-kind.ts';
 import { MAX_TRPC_BATCH, type RouteTable } from './route-table.ts';
 
 const USER = Symbol('loupe.user');
@@ -29,8 +30,6 @@ export function refusalOf(req: IncomingMessage): unknown {
   return (req as Admitted)[REFUSED];
 }
 
-const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
-
 /**
  * Decides, from the method, path and headers alone, whether a request may go on to have its body
  * read: the route must name procedures (a body sent anywhere else is refused unread), the typed
@@ -40,9 +39,8 @@ const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 export function admission(services: Services, routes: RouteTable) {
   const requireUser = userRequirement(services);
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
-    const hasBody = BODY_METHODS.has(req.method);
     let needsUser: boolean;
-    if (req.path === '/trpc' || req.path.startsWith('/trpc/')) {
+    if (onTypedDoor(req.path)) {
       if (req.method !== 'GET' && req.method !== 'POST') {
         leaveBodyUnread(req, res, services.config.limits.bodyBytes);
         return sendError(req, res, 405, 'METHOD_NOT_SUPPORTED', `The typed door answers GET (queries) and POST (mutations), not ${req.method.slice(0, 16)}.`, { Allow: 'GET, POST' });
@@ -62,7 +60,7 @@ export function admission(services: Services, routes: RouteTable) {
     } else {
       const route = routes.rest(req.method, req.path);
       if (!route) {
-        if (!hasBody) return next(); // the REST adapter or the 404 handler answers
+        if (!carriesBody(req.method)) return next(); // the REST adapter or the 404 handler answers
         leaveBodyUnread(req, res, services.config.limits.bodyBytes);
         return sendError(req, res, 404, 'NOT_FOUND', `No route ${req.method} ${req.path.slice(0, 256)}.`);
       }
@@ -84,7 +82,7 @@ export function userRequirement(services: Services) {
       (req as Admitted)[USER] = await authenticated(services, req);
     } catch (error) {
       leaveBodyUnread(req, res, services.config.limits.bodyBytes);
-      if (req.path.startsWith('/trpc/')) {
+      if (onTypedDoor(req.path)) {
         (req as Admitted)[REFUSED] = error;
         return next();
       }

@@ -3,6 +3,7 @@ import { refusalOf } from './admission.ts';
 import { BodyBudget } from './body-budget.ts';
 import { leaveBodyUnread, sendError } from './errors.ts';
 import { bodyWeight, measureJson, provisionalWeight } from './json-shape.ts';
+import { carriesBody } from './request-kind.ts';
 
 export type BodyLimits = {
   /** Largest body in bytes (413 above). */
@@ -15,7 +16,6 @@ export type BodyLimits = {
   waitMs: number;
 };
 
-const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
 const UNIT = 64 * 1024;
 
@@ -55,15 +55,14 @@ export function jsonBodyReader(limits: BodyLimits) {
   };
 
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
-    if (!BODY_METHODS.has(req.method)) return next();
+    if (!carriesBody(req.method)) return next();
     if (refusalOf(req) !== undefined) {
       req.body = {}; // refused by admission: the body stays unread, the procedure answers
       return next();
     }
     const refuse = (status: number, code: string, reason: string, headers: Record<string, string> = {}) => {
       leaveBodyUnread(req, res, limits.maxBytes);
-      for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
-      sendError(req, res, status, code, reason);
+      sendError(req, res, status, code, reason, headers);
     };
     const encoding = req.headers['content-encoding'];
     if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {

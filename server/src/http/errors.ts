@@ -4,6 +4,7 @@ import { TRPC_ERROR_CODES_BY_KEY, type TRPC_ERROR_CODE_KEY } from '@trpc/server/
 import type {} from './request-context.ts';
 import { INTERNAL_REASON } from '../api/error-policy.ts';
 import { requestLog } from '../log.ts';
+import { carriesBody, onTypedDoor } from './request-kind.ts';
 
 type HttpError = Error & { type?: string; status?: number; statusCode?: number };
 
@@ -16,7 +17,7 @@ export function sendError(req: Request, res: Response, status: number, code: str
   if (res.headersSent) return;
   for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
   const requestId = req.id ?? null;
-  if (/^\/trpc(\/|\?|$)/.test(req.originalUrl ?? req.url)) {
+  if (onTypedDoor(req.originalUrl ?? req.url)) {
     const rpcCode = TRPC_ERROR_CODES_BY_KEY[code as TRPC_ERROR_CODE_KEY] ?? TRPC_ERROR_CODES_BY_KEY.BAD_REQUEST;
     res.status(status).json({ error: { message: reason, code: rpcCode, data: { code, httpStatus: status }, reason, request_id: requestId } });
     return;
@@ -39,8 +40,6 @@ export function errorHandler(error: HttpError, req: Request, res: Response, _nex
   sendError(req, res, 500, 'INTERNAL_SERVER_ERROR', INTERNAL_REASON);
 }
 
-const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
-
 /**
  * Before answering a request whose body is left unread. A body of a declared length within the
  * limit is drained (Node discards what is left once the answer is sent; nothing is kept), so the
@@ -49,7 +48,7 @@ const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
  * which is the price of not reading an unbounded body.
  */
 export function leaveBodyUnread(req: Request, res: Response, maxBytes: number): void {
-  if (!BODY_METHODS.has(req.method)) return;
+  if (!carriesBody(req.method)) return;
   const declared = req.headers['content-length'];
   if (declared === undefined || Number(declared) > maxBytes) res.setHeader('Connection', 'close');
 }
@@ -61,7 +60,7 @@ export function leaveBodyUnread(req: Request, res: Response, maxBytes: number): 
  * answer would carry no request_id. A request without a body is read as an empty JSON body.
  */
 export const requireJsonBody = (maxBytes: number) => (req: Request, res: Response, next: NextFunction): void => {
-  if (!BODY_METHODS.has(req.method)) return next();
+  if (!carriesBody(req.method)) return next();
   const type = req.headers['content-type'];
   const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
   if (type === undefined ? hasBody : !/^application\/json\s*(;|$)/i.test(type)) {

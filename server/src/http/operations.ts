@@ -6,6 +6,7 @@ import { RETRY_AFTER_UNAVAILABLE_SECONDS, UNAVAILABLE_REASON } from '../api/erro
 import { openApiDocument } from '../api/openapi.ts';
 import type { Orm } from '../db/orm.ts';
 import { requestLog } from '../log.ts';
+import { sendError } from './errors.ts';
 import type { Metrics } from './metrics.ts';
 
 const DOCS_INDEX = `<!doctype html>
@@ -50,10 +51,7 @@ export function operationsRouter(orm: Orm, metrics: Metrics, readyTimeoutMs: num
       res.json({ status: 'ready' });
     } catch (error) {
       requestLog(req)?.warn({ err: (error as Error).message }, 'database not reachable');
-      res
-        .status(503)
-        .setHeader('Retry-After', String(RETRY_AFTER_UNAVAILABLE_SECONDS))
-        .json({ reason: UNAVAILABLE_REASON, code: 'SERVICE_UNAVAILABLE', request_id: req.id ?? null });
+      sendError(req, res, 503, 'SERVICE_UNAVAILABLE', UNAVAILABLE_REASON, { 'Retry-After': String(RETRY_AFTER_UNAVAILABLE_SECONDS) });
     } finally {
       limit.clear();
     }

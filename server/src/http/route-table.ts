@@ -1,4 +1,5 @@
 import { openApiDocument } from '../api/openapi.ts';
+import { onTypedDoor } from './request-kind.ts';
 
 /** A procedure a request is addressed to, as the HTTP layer sees it before any body is read. */
 export type ProcedureRoute = {
@@ -62,7 +63,7 @@ export class RouteTable {
 
   /** The metric label of a path: bounded, whatever paths clients send. */
   label(method: string, path: string): string {
-    if (path === '/trpc' || path.startsWith('/trpc/')) {
+    if (onTypedDoor(path)) {
       const { procedures, unknown, tooMany } = this.trpc(path);
       if (tooMany || unknown !== undefined) return '/trpc/unmatched';
       return procedures.length === 1 ? procedures[0]!.name : '/trpc/batch';
