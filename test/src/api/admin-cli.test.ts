@@ -1,18 +1,16 @@
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { loadConfig, startServer, type RunningServer } from '@loupe/server';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeEachBackend } from '../harness/backends.ts';
+import { REPO_ROOT, runProcess, type ProcessRun } from '../harness/child-server.ts';
 import { freshDatabase, type TestDatabase } from '../harness/databases.ts';
 import { rest } from '../harness/http.ts';
 
-const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const CLI = join(REPO_ROOT, 'server/src/admin/cli.ts');
 
-type Run = { code: number | null; stdout: string; stderr: string };
+type Run = ProcessRun;
 
 // The tests are the steps of one story on one database and run in order.
 describeEachBackend('admin command-line tool', (backend) => {
@@ -28,19 +26,7 @@ describeEachBackend('admin command-line tool', (backend) => {
 
   /** The tool as `npm run admin` runs it: from the repository root, on DATABASE_URL. */
   function admin(...args: string[]): Promise<Run> {
-    return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, [CLI, ...args], {
-        cwd: REPO_ROOT,
-        env: { ...process.env, DATABASE_URL: database.url, LOUPE_LOG_LEVEL: 'silent' },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
-      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk));
-      child.on('error', reject);
-      child.on('close', (code) => resolve({ code, stdout, stderr }));
-    });
+    return runProcess(process.execPath, [CLI, ...args], { DATABASE_URL: database.url, LOUPE_LOG_LEVEL: 'silent' });
   }
 
   /** The single JSON line a --json command prints. */
@@ -149,10 +135,8 @@ describeEachBackend('admin command-line tool', (backend) => {
     if (backend === 'sqlite') {
       // A usage error is found before the database is opened: a typo creates no database file.
       const untouched = join(mkdtempSync(join(tmpdir(), 'loupe-cli-')), 'never.db');
-      const typo = await new Promise<number | null>((resolve) =>
-        spawn(process.execPath, [CLI, 'user', 'create', 'x'], { cwd: REPO_ROOT, env: { ...process.env, DATABASE_URL: `sqlite:${untouched}` } }).on('close', resolve),
-      );
-      expect(typo).toBe(2);
+      const typo = await runProcess(process.execPath, [CLI, 'user', 'create', 'x'], { DATABASE_URL: `sqlite:${untouched}` });
+      expect(typo.code).toBe(2);
       expect(existsSync(untouched)).toBe(false);
     }
 
@@ -171,10 +155,8 @@ describeEachBackend('admin command-line tool', (backend) => {
     }
     if (backend === 'sqlite') {
       const untouched = join(mkdtempSync(join(tmpdir(), 'loupe-cli-')), 'never.db');
-      const help = await new Promise<number | null>((resolve) =>
-        spawn(process.execPath, [CLI, '--help'], { cwd: REPO_ROOT, env: { ...process.env, DATABASE_URL: `sqlite:${untouched}` } }).on('close', resolve),
-      );
-      expect(help).toBe(0);
+      const help = await runProcess(process.execPath, [CLI, '--help'], { DATABASE_URL: `sqlite:${untouched}` });
+      expect(help.code).toBe(0);
       expect(existsSync(untouched)).toBe(false);
     }
     // "help" is a command only on its own.

@@ -8,6 +8,7 @@ import { progressBenchmark } from './progress-writes.ts';
 import { claimBenchmark } from './claim-writes.ts';
 import { itemsQueryBenchmark } from './items-query.ts';
 import { printSection, runInfo, writeSection, type Section, type Settings } from './report.ts';
+import { positiveInt } from '../harness/env-settings.ts';
 
 // `npm run bench`: every benchmark in turn; BENCH_ONLY=<name,…> picks some. Exit code 1 when a
 // run had bad responses, 3 when it ran cleanly but missed its target.
@@ -20,14 +21,6 @@ const BENCHMARKS: Record<string, (settings: Settings, workDir: string) => Promis
   'feedback-ingest': feedbackIngestBenchmark,
 };
 const RESULTS_DIR = fileURLToPath(new URL('../../bench-results/', import.meta.url));
-
-function positiveInt(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value <= 0) throw new Error(`${name} must be a positive integer, got "${raw}"`);
-  return value;
-}
 
 const settings: Settings = {
   seconds: positiveInt('BENCH_SECONDS', 10),

@@ -1,17 +1,10 @@
 import { BACKENDS, postgresAvailable, type Backend } from '../harness/databases.ts';
 import { runFuzz, summaryLine } from './runner.ts';
+import { positiveInt } from '../harness/env-settings.ts';
 
 // `npm run fuzz`: the long run, on SQLite and (with TEST_DATABASE_URL) PostgreSQL. FUZZ_RUNS
 // requests per backend (default 20,000), FUZZ_SECONDS to stop earlier, FUZZ_SEED to replay a run,
 // FUZZ_CONCURRENCY streams at once, FUZZ_BACKENDS=sqlite|postgresql to pick. Exit code 1 on any violation.
-
-function positiveInt(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value <= 0) throw new Error(`${name} must be a positive integer, got "${raw}"`);
-  return value;
-}
 
 const runs = positiveInt('FUZZ_RUNS', 20_000);
 const seconds = process.env.FUZZ_SECONDS ? positiveInt('FUZZ_SECONDS', 1) : undefined;

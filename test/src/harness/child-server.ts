@@ -150,15 +150,21 @@ export async function createUserViaCli(
   const args = [ADMIN_ENTRY, 'users', 'create', username, '--json'];
   if (options.entity) args.push('--entity', options.entity);
   if (options.role) args.push('--role', options.role);
-  const { code, stdout, stderr } = await runNode(args, { DATABASE_URL: databaseUrl });
+  const { code, stdout, stderr } = await runProcess(process.execPath, args, { DATABASE_URL: databaseUrl });
   if (code !== 0) throw new Error(`admin "users create" exited ${code}\n${stdout}\n${stderr}`);
   const line = stdout.trim().split('\n').pop() ?? '';
   return JSON.parse(line) as CliUser;
 }
 
-function runNode(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export type ProcessRun = { code: number | null; stdout: string; stderr: string };
+
+/**
+ * Runs a command from the repository root to its end and collects what it printed. `env` is the
+ * whole environment when `replaceEnv` is set, else it is added to this process's.
+ */
+export function runProcess(command: string, args: string[], env: Record<string, string | undefined>, { replaceEnv = false } = {}): Promise<ProcessRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, args, { cwd: REPO_ROOT, env: replaceEnv ? env : { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));

@@ -1,6 +1,5 @@
-import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REPO_ROOT, startChildServer, type ChildServer } from '../harness/child-server.ts';
+import { runProcess, startChildServer, type ChildServer, type ProcessRun } from '../harness/child-server.ts';
 import { freshDatabase, postgresAvailable, type TestDatabase } from '../harness/databases.ts';
 import { freePort } from '../harness/ports.ts';
 
@@ -13,21 +12,12 @@ const SECRET = 'Sup3rS3cret';
 const SPECIAL = 'Sup3r@S3c/ret%';
 const SPECIAL_ENCODED = encodeURIComponent(SPECIAL);
 
-type Run = { code: number | null; stdout: string; stderr: string };
-
-function run(entry: string, args: string[], databaseUrl: string): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [entry, ...args], {
-      cwd: REPO_ROOT,
-      env: { ...process.env, DATABASE_URL: databaseUrl, PORT: '0', LOUPE_CATALOG_WATCH: 'false', LOUPE_DB_CONNECT_TIMEOUT_MS: '2000' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
+function run(entry: string, args: string[], databaseUrl: string): Promise<ProcessRun> {
+  return runProcess(process.execPath, [entry, ...args], {
+    DATABASE_URL: databaseUrl,
+    PORT: '0',
+    LOUPE_CATALOG_WATCH: 'false',
+    LOUPE_DB_CONNECT_TIMEOUT_MS: '2000',
   });
 }
 const server = (url: string) => run('server/src/main.ts', [], url);

@@ -1,8 +1,7 @@
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeEachBackend } from '../harness/backends.ts';
-import { REPO_ROOT, createUserViaCli, startChildServer, type ChildServer, type CliUser } from '../harness/child-server.ts';
+import { REPO_ROOT, createUserViaCli, runProcess, startChildServer, type ChildServer, type CliUser, type ProcessRun } from '../harness/child-server.ts';
 import { freshDatabase, type TestDatabase } from '../harness/databases.ts';
 import { rest } from '../harness/http.ts';
 
@@ -34,20 +33,10 @@ describe('README examples', () => {
   });
 });
 
-type Run = { code: number | null; stdout: string; stderr: string };
-
 /** `bash scripts/examples.sh` from a shell with no npm variables in it, as a reader runs it. */
-function runScript(env: Record<string, string>): Promise<Run> {
+function runScript(env: Record<string, string>): Promise<ProcessRun> {
   const base = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.toLowerCase().startsWith('npm_')));
-  return new Promise((resolve, reject) => {
-    const child = spawn('bash', [SCRIPT], { cwd: REPO_ROOT, env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-  });
+  return runProcess('bash', [SCRIPT], { ...base, ...env }, { replaceEnv: true });
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$/;
