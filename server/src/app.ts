@@ -2,9 +2,8 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import { TRPCError } from '@trpc/server';
 import { createExpressMiddleware } from '@trpc/server/adapters/express';
 import express from 'express';
-import { createOpenApiNodeHttpHandler } from 'trpc-to-openapi';
 import { contextFactory, type Services } from './api/context.ts';
-import { errorHeaders, normalizeError } from './api/error-policy.ts';
+import { errorHeaders } from './api/error-policy.ts';
 import { appRouter } from './api/router.ts';
 import { typedDoorRequestId } from './api/trpc.ts';
 import { admission, userRequirement } from './http/admission.ts';
@@ -14,13 +13,18 @@ import { Metrics } from './http/metrics.ts';
 import { modelListHttp } from './http/model-list.ts';
 import { operationsRouter } from './http/operations.ts';
 import { RequestContext } from './http/request-context.ts';
+import { restDoor } from './http/rest-door.ts';
 import { RouteTable } from './http/route-table.ts';
 import { routeNamer } from './http/routes.ts';
 
-function responseMeta({ errors }: { errors: readonly TRPCError[] }) {
-  // Every error in one response shares the status; the first decides the extra headers.
+/**
+ * The typed door's response headers: every error in one response shares the status, and the first
+ * decides the extra headers. tRPC answers some errors before any context exists (a batch mixing
+ * queries and mutations, an unsupported media type) as text/plain: every error of this door is JSON.
+ */
+function typedDoorMeta({ errors }: { errors: readonly TRPCError[] }) {
   const first = errors[0];
-  return first ? { headers: errorHeaders(first) } : {};
+  return first ? { headers: { ...errorHeaders(first), 'Content-Type': 'application/json' } } : {};
 }
 
 function onError({ error, ctx }: { error: TRPCError; ctx?: { log?: () => Services['log'] } | undefined }) {
@@ -61,28 +65,13 @@ export function createApp(services: Services): { listener: RequestListener; drai
   const typedDoor = createExpressMiddleware({
     router: appRouter,
     createContext: ({ req, res }) => createContext({ req, res }),
-    // tRPC answers some errors before any context exists (a batch mixing queries and mutations,
-    // an unsupported media type) as text/plain: every error of this door is JSON.
-    responseMeta: ({ errors }) => {
-      const meta = responseMeta({ errors });
-      return errors.length ? { headers: { ...meta.headers, 'Content-Type': 'application/json' } } : meta;
-    },
+    responseMeta: typedDoorMeta,
     onError,
     maxBodySize: services.config.limits.bodyBytes,
   });
   // The request id is in scope for the error formatter even when no context was made.
   app.use('/trpc', (req, res, next) => typedDoorRequestId.run(req.id ?? '', () => typedDoor(req, res, next)));
-  // Nothing here reads `info.signal`: the patched adapter builds a whole fetch Request the first
-  // time it is read (see README, patched dependencies).
-  const rest = createOpenApiNodeHttpHandler({
-    router: appRouter,
-    createContext: ({ req, res }: { req: IncomingMessage; res: ServerResponse }) => createContext({ req, res }),
-    // Errors the REST adapter raises before a procedure runs pass through the same policy.
-    responseMeta: ({ errors }: { errors: TRPCError[] }) => responseMeta({ errors: errors.map(normalizeError) }),
-    onError,
-    maxBodySize: services.config.limits.bodyBytes,
-  } as Parameters<typeof createOpenApiNodeHttpHandler>[0]);
-  app.use((req, res, next) => rest(req, res, next));
+  app.use(restDoor(routes, (req, res) => createContext({ req, res })));
   app.use(notFound);
   app.use(errorHandler);
   const listener: RequestListener = (req, res) => {

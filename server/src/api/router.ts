@@ -5,7 +5,6 @@ import { callsRouter } from './routers/calls.ts';
 import { feedbackRouter } from './routers/feedback.ts';
 import { meRouter } from './routers/me.ts';
 import { modelsRouter } from './routers/models.ts';
-import { lockInputCoercion } from './strict-input.ts';
 import { createCallerFactory, router } from './trpc.ts';
 
 export const appRouter = router({
@@ -16,7 +15,6 @@ export const appRouter = router({
   me: meRouter,
   models: modelsRouter,
 });
-lockInputCoercion(appRouter);
 
 export const createCaller = createCallerFactory(appRouter);
 

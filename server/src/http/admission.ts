@@ -1,15 +1,11 @@
 import type { IncomingMessage } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
-import { getHTTPStatusCodeFromError } from '@trpc/server/http';
-import { TRPCError } from '@trpc/server';
 import type { Services } from '../api/context.ts';
-import { errorHeaders, normalizeError, reasonOf } from '../api/error-policy.ts';
 import { authenticate, type AuthUser } from '../auth/authenticate.ts';
 import { parseAuthorization } from '../auth/credentials.ts';
 import type { Em } from '../db/orm.ts';
 import { DomainError } from '../domain/errors.ts';
-import { requestLog } from '../log.ts';
-import { leaveBodyUnread, sendError } from './errors.ts';
+import { leaveBodyUnread, sendError, sendFailure } from './errors.ts';
 import { carriesBody, onTypedDoor } from './request-kind.ts';
 import { MAX_TRPC_BATCH, type RouteTable } from './route-table.ts';
 
@@ -111,13 +107,4 @@ async function authenticated(services: Services, req: Request): Promise<AuthUser
       ? 'The API key is unknown or revoked, or does not belong to that username.'
       : 'Credentials are required: Authorization: Basic base64(<username>:<api key>) or Bearer <api key>.',
   );
-}
-
-/** Any failure, answered through the same error policy as the procedures' errors. */
-function sendFailure(req: Request, res: Response, error: unknown): void {
-  const normalized = normalizeError(error instanceof TRPCError ? error : new TRPCError({ code: 'INTERNAL_SERVER_ERROR', cause: error }));
-  if (normalized.code === 'INTERNAL_SERVER_ERROR' || normalized.code === 'SERVICE_UNAVAILABLE') {
-    requestLog(req)?.error({ err: normalized.cause ?? normalized, code: normalized.code }, 'request failed');
-  }
-  sendError(req, res, getHTTPStatusCodeFromError(normalized), normalized.code, reasonOf(normalized), errorHeaders(normalized));
 }

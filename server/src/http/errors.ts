@@ -1,19 +1,31 @@
 import type { NextFunction, Request, Response } from 'express';
+import { TRPCError } from '@trpc/server';
+import { getHTTPStatusCodeFromError } from '@trpc/server/http';
 import { TRPC_ERROR_CODES_BY_KEY, type TRPC_ERROR_CODE_KEY } from '@trpc/server/rpc';
+import type { ErrorBody } from '@loupe/shared';
 // `req.id` is declared where it is set.
 import type {} from './request-context.ts';
-import { INTERNAL_REASON } from '../api/error-policy.ts';
+import { errorHeaders, INTERNAL_REASON, normalizeError, reasonOf, zodIssues, type Issue } from '../api/error-policy.ts';
 import { requestLog } from '../log.ts';
 import { carriesBody, onTypedDoor } from './request-kind.ts';
 
 type HttpError = Error & { type?: string; status?: number; statusCode?: number };
 
 /**
- * An error answer of the HTTP layer, in the same JSON shape as the procedures' errors: on the REST
- * door `{reason, code, request_id}`; on the typed door tRPC's envelope, which its clients read,
- * with the same fields the error formatter adds (api/trpc.ts).
+ * Every error answer outside tRPC's own: on the REST door the one error envelope of the API
+ * document (`ErrorBody`: `{reason, code, request_id, issues?}`), whichever layer refuses; on the
+ * typed door tRPC's envelope, which its clients read, with the same fields the error formatter
+ * adds (api/trpc.ts).
  */
-export function sendError(req: Request, res: Response, status: number, code: string, reason: string, headers: Record<string, string> = {}): void {
+export function sendError(
+  req: Request,
+  res: Response,
+  status: number,
+  code: string,
+  reason: string,
+  headers: Record<string, string> = {},
+  issues?: Issue[],
+): void {
   if (res.headersSent) return;
   for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
   const requestId = req.id ?? null;
@@ -22,7 +34,19 @@ export function sendError(req: Request, res: Response, status: number, code: str
     res.status(status).json({ error: { message: reason, code: rpcCode, data: { code, httpStatus: status }, reason, request_id: requestId } });
     return;
   }
-  res.status(status).json({ reason, code, request_id: requestId });
+  const body: ErrorBody = { reason, code, request_id: requestId };
+  if (issues) body.issues = issues.map(({ path, message }) => ({ path: path.map((p) => (typeof p === 'number' ? p : String(p))), message }));
+  res.status(status).json(body);
+}
+
+/** Any failure — a procedure's error or anything thrown — answered through the error policy. */
+export function sendFailure(req: Request, res: Response, error: unknown): void {
+  const normalized = normalizeError(error instanceof TRPCError ? error : new TRPCError({ code: 'INTERNAL_SERVER_ERROR', cause: error }));
+  if (normalized.code === 'INTERNAL_SERVER_ERROR' || normalized.code === 'SERVICE_UNAVAILABLE') {
+    requestLog(req)?.error({ err: normalized.cause ?? normalized, code: normalized.code }, 'request failed');
+  }
+  const status = getHTTPStatusCodeFromError(normalized);
+  sendError(req, res, status, normalized.code, reasonOf(normalized), errorHeaders(normalized), zodIssues(normalized));
 }
 
 /** Unknown routes: a JSON 404 like every other error. */

@@ -9,6 +9,17 @@ export type ProcedureRoute = {
   protected: boolean;
 };
 
+/** A REST request matched to its procedure, with the path's parameters percent-decoded. */
+export type RestMatch = {
+  route: ProcedureRoute;
+  /** The procedure's path in the router, e.g. `annotationQueues.items.progress`. */
+  procedure: string;
+  /** Path parameters by name, decoded (`ns%3A1` → `ns:1`); undefined when a segment is not valid percent-encoding. */
+  params: Record<string, string> | undefined;
+};
+
+type RestEntry = { method: string; pattern: RegExp; names: string[]; procedure: string; route: ProcedureRoute };
+
 /** A request to the typed door naming more procedures than this is refused before it is read. */
 export const MAX_TRPC_BATCH = 10;
 
@@ -17,11 +28,11 @@ export type TrpcMatch = { procedures: ProcedureRoute[]; unknown: string | undefi
 /**
  * The procedures of the router, read from the OpenAPI document generated from it: REST path
  * templates with their methods, and the typed door's procedure names (an operation's id is its
- * procedure path with `-` for `.`). Routing here mirrors the REST adapter's: case-insensitive, a
- * trailing slash ignored, one path segment per parameter.
+ * procedure path with `-` for `.`). REST paths match case-insensitively, a trailing slash ignored,
+ * one path segment per parameter.
  */
 export class RouteTable {
-  readonly #rest: { method: string; pattern: RegExp; route: ProcedureRoute }[] = [];
+  readonly #rest: RestEntry[] = [];
   readonly #trpc = new Map<string, ProcedureRoute>();
 
   constructor() {
@@ -29,23 +40,41 @@ export class RouteTable {
       for (const [method, operation] of Object.entries(item ?? {})) {
         const op = operation as { operationId?: string; security?: unknown[] };
         const isProtected = op.security !== undefined && op.security.length > 0;
+        const procedure = op.operationId!.replaceAll('-', '.');
         this.#rest.push({
           method: method.toUpperCase(),
-          pattern: new RegExp(`^${template.replace(/\{[^}]+\}/g, '[^/]+')}/?$`, 'i'),
+          pattern: new RegExp(`^${template.replace(/\{[^}]+\}/g, '([^/]+)')}/?$`, 'i'),
+          names: [...template.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!),
+          procedure,
           route: { name: template, protected: isProtected },
         });
-        if (op.operationId) {
-          const procedure = op.operationId.replaceAll('-', '.');
-          this.#trpc.set(procedure, { name: `/trpc/${procedure}`, protected: isProtected });
-        }
+        this.#trpc.set(procedure, { name: `/trpc/${procedure}`, protected: isProtected });
       }
     }
   }
 
   /** The REST route of a method and path (HEAD reads as GET), or undefined. */
   rest(method: string, path: string): ProcedureRoute | undefined {
+    return this.#restEntry(method, path)?.route;
+  }
+
+  /** The procedure a REST request calls and its path parameters, or undefined for no route. */
+  restMatch(method: string, path: string): RestMatch | undefined {
+    const entry = this.#restEntry(method, path);
+    if (!entry) return undefined;
+    const values = entry.pattern.exec(path)!.slice(1);
+    let params: Record<string, string> | undefined = {};
+    try {
+      for (const [i, name] of entry.names.entries()) params[name] = decodeURIComponent(values[i]!);
+    } catch {
+      params = undefined; // URIError: a `%` not followed by two hex digits, or bytes that are not UTF-8
+    }
+    return { route: entry.route, procedure: entry.procedure, params };
+  }
+
+  #restEntry(method: string, path: string): RestEntry | undefined {
     const wanted = method === 'HEAD' ? 'GET' : method;
-    return this.#rest.find((r) => r.method === wanted && r.pattern.test(path))?.route;
+    return this.#rest.find((r) => r.method === wanted && r.pattern.test(path));
   }
 
   /** The procedures a `/trpc/<a>,<b>` path names (tRPC batches join names with commas). */
