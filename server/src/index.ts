@@ -9,3 +9,4 @@ export { sqlRows, sqlRun, sqlTransaction } from './db/sql.ts';
 export { AuthBrake, type FailureCounts } from './auth/brake.ts';
 export { MemoryFailureCounts } from './auth/brake-memory.ts';
 export { PostgresFailureCounts } from './auth/brake-postgres.ts';
+export { openApiDocument } from './api/openapi.ts';

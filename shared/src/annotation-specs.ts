@@ -1,11 +1,11 @@
 import { z } from 'zod';
 import { ProjectId } from './project.ts';
-import { FilterString, filterValues } from './query.ts';
+import { FilterString, filterValues, JsonValue } from './query.ts';
 import { Timestamp } from './time.ts';
 
 export const SpecName = z.string().regex(/^[A-Za-z0-9._-]{1,128}$/, 'must be 1-128 of [A-Za-z0-9._-]');
 /** A JSON Schema, as a JSON object; the server compiles it. */
-export const FieldSchema = z.record(z.string(), z.json()).meta({
+export const FieldSchema = z.record(z.string(), JsonValue).meta({
   description: 'a JSON Schema (draft 2020-12): at most 16 KiB of JSON, 32 levels deep and 16 distinct patterns; patterns run on RE2',
 });
 

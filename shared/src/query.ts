@@ -25,6 +25,15 @@ export const ClientId = z
   .string()
   .regex(/^[A-Za-z0-9._:-]{1,128}$/, 'must be 1-128 of [A-Za-z0-9._:-]');
 
-/** Arbitrary JSON, as stored and returned verbatim. */
-export const JsonValue = z.json();
-export const JsonObject = z.record(z.string(), z.json());
+/** A JSON value, as stored and returned verbatim. */
+export type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
+
+/**
+ * Arbitrary JSON. Written out rather than `z.json()` so that the API document has one schema of
+ * that name which refers to itself; `z.json()` is a fresh anonymous recursion at every use, which
+ * reached the document as several identical unnamed schemas.
+ */
+export const JsonValue: z.ZodType<Json> = z
+  .lazy(() => z.union([z.string(), z.number(), z.boolean(), z.null(), z.array(JsonValue), z.record(z.string(), JsonValue)]))
+  .meta({ id: 'JsonValue', description: 'any JSON value' });
+export const JsonObject = z.record(z.string(), JsonValue);

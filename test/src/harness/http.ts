@@ -1,4 +1,5 @@
 import { createClient, type LoupeClient } from '@loupe/client';
+import { documentProblem } from './api-document.ts';
 import { createUser, type CreatedKeyForTest } from './users.ts';
 import type { TestServer } from './server.ts';
 
@@ -18,7 +19,10 @@ export function basic(key: string, username = 'api'): string {
   return `Basic ${Buffer.from(`${username}:${key}`).toString('base64')}`;
 }
 
-/** One REST call through plain fetch; the body is parsed when it is JSON. */
+/**
+ * One REST call through plain fetch; the body is parsed when it is JSON. The answer must be one the
+ * API document describes for that operation (status and body), or the call throws.
+ */
 export async function rest<T = any>(server: { url: string }, method: string, path: string, options: CallOptions = {}): Promise<Reply<T>> {
   const headers: Record<string, string> = { ...options.headers };
   if (options.key) headers.authorization ??= basic(options.key);
@@ -30,7 +34,10 @@ export async function rest<T = any>(server: { url: string }, method: string, pat
   const response = await fetch(server.url + path, { method, headers, body, signal: options.signal });
   const text = await response.text();
   let parsed: unknown = undefined;
-  if ((response.headers.get('content-type') ?? '').includes('json') && text) parsed = JSON.parse(text);
+  const contentType = response.headers.get('content-type') ?? '';
+  if (contentType.includes('json') && text) parsed = JSON.parse(text);
+  const problem = documentProblem(method, path, response.status, contentType, text ? parsed ?? text : undefined);
+  if (problem) throw new Error(`The API document does not describe this answer: ${problem}`);
   return { status: response.status, headers: response.headers, body: parsed as T, text };
 }
 

@@ -25,18 +25,19 @@ import { updateProgress } from '../../domain/progress.ts';
 import { queueStats } from '../../domain/queue-stats.ts';
 import { addItems, deleteItem, queryItems } from '../../domain/queue-items.ts';
 import { protectedProcedure, router } from '../trpc.ts';
+import { rest } from '../rest-meta.ts';
 
 const tags = ['annotation queues'];
 
 const itemsRouter = router({
   add: protectedProcedure
-    .meta({ openapi: { method: 'POST', path: '/annotation_queues/{queue_id}/items', tags, summary: 'Add calls to a queue' } })
+    .meta(rest({ method: 'POST', path: '/annotation_queues/{queue_id}/items', tags, summary: 'Add calls to a queue', answers: [404] }))
     .input(AnnotationQueueItemsAddReq)
     .output(AnnotationQueueItemsAddRes)
     .mutation(({ ctx, input }) => addItems(ctx.em(), ctx.user, input, ctx.services.config.limits.callIdsPerAdd)),
 
   query: protectedProcedure
-    .meta({ openapi: { method: 'POST', path: '/annotation_queues/{queue_id}/items/query', tags, summary: 'Query the items of a queue' } })
+    .meta(rest({ method: 'POST', path: '/annotation_queues/{queue_id}/items/query', tags, summary: 'Query the items of a queue', answers: [404] }))
     .input(AnnotationQueueItemsQueryReq)
     .output(AnnotationQueueItemsQueryRes)
     .query(async ({ ctx, input }) => ({
@@ -44,27 +45,28 @@ const itemsRouter = router({
     })),
 
   claim: protectedProcedure
-    .meta({ openapi: { method: 'POST', path: '/annotation_queues/{queue_id}/items/claim', tags, summary: 'Take the next item to annotate, with a lease' } })
+    .meta(rest({ method: 'POST', path: '/annotation_queues/{queue_id}/items/claim', tags, summary: 'Take the next item to annotate, with a lease', answers: [404] }))
     .input(AnnotationQueueClaimReq)
     .output(AnnotationQueueClaimRes)
     .mutation(async ({ ctx, input }) => ({ item: await claimItem(ctx.sql, ctx.user, input.project_id, input.queue_id) })),
 
   progress: protectedProcedure
-    .meta({
-      openapi: {
+    .meta(
+      rest({
         method: 'POST',
         path: '/annotation_queues/{queue_id}/items/{item_id}/progress',
         tags,
         summary: "Set the caller's annotation state of an item",
         description: 'The user is the authenticated caller, never a body field. Returns the item with its shown state.',
-      },
-    })
+        answers: [404],
+      }),
+    )
     .input(AnnotationQueueItemProgressReq)
     .output(AnnotationQueueItemRes)
     .mutation(async ({ ctx, input }) => ({ item: await updateProgress(ctx.sql, ctx.user, input) })),
 
   delete: protectedProcedure
-    .meta({ openapi: { method: 'DELETE', path: '/annotation_queues/{queue_id}/items/{item_id}', tags, summary: 'Remove an item (soft delete)' } })
+    .meta(rest({ method: 'DELETE', path: '/annotation_queues/{queue_id}/items/{item_id}', tags, summary: 'Remove an item (soft delete)', answers: [404] }))
     .input(AnnotationQueueItemRef)
     .output(AnnotationQueueItemRes)
     .mutation(async ({ ctx, input }) => ({ item: await deleteItem(ctx.em(), ctx.user, input.project_id, input.queue_id, input.item_id) })),
@@ -72,13 +74,13 @@ const itemsRouter = router({
 
 export const annotationQueuesRouter = router({
   create: protectedProcedure
-    .meta({ openapi: { method: 'POST', path: '/annotation_queues', tags, summary: 'Create a queue' } })
+    .meta(rest({ method: 'POST', path: '/annotation_queues', tags, summary: 'Create a queue' }))
     .input(AnnotationQueueCreateReq)
     .output(AnnotationQueueCreateRes)
     .mutation(({ ctx, input }) => createQueue(ctx.em(), ctx.user, input)),
 
   query: protectedProcedure
-    .meta({ openapi: { method: 'POST', path: '/annotation_queues/query', tags, summary: 'List queues, newest first' } })
+    .meta(rest({ method: 'POST', path: '/annotation_queues/query', tags, summary: 'List queues, newest first' }))
     .input(AnnotationQueueQueryReq)
     .output(AnnotationQueueQueryRes)
     .query(async ({ ctx, input }) => ({
@@ -86,25 +88,25 @@ export const annotationQueuesRouter = router({
     })),
 
   stats: protectedProcedure
-    .meta({ openapi: { method: 'POST', path: '/annotation_queues/stats', tags, summary: 'Progress counts of queues' } })
+    .meta(rest({ method: 'POST', path: '/annotation_queues/stats', tags, summary: 'Progress counts of queues', answers: [404] }))
     .input(AnnotationQueueStatsReq)
     .output(AnnotationQueueStatsRes)
     .query(async ({ ctx, input }) => ({ stats: await queueStats(ctx.em(), ctx.user, input.project_id, input.queue_ids) })),
 
   read: protectedProcedure
-    .meta({ openapi: { method: 'GET', path: '/annotation_queues/{queue_id}', tags, summary: 'Read a queue' } })
+    .meta(rest({ method: 'GET', path: '/annotation_queues/{queue_id}', tags, summary: 'Read a queue', answers: [404] }))
     .input(AnnotationQueueReadReq)
     .output(AnnotationQueueRes)
     .query(async ({ ctx, input }) => ({ queue: await readQueue(ctx.em(), ctx.user, input.project_id, input.queue_id) })),
 
   update: protectedProcedure
-    .meta({ openapi: { method: 'PUT', path: '/annotation_queues/{queue_id}', tags, summary: 'Change a queue (fields left out stay)' } })
+    .meta(rest({ method: 'PUT', path: '/annotation_queues/{queue_id}', tags, summary: 'Change a queue (fields left out stay)', answers: [404] }))
     .input(AnnotationQueueUpdateReq)
     .output(AnnotationQueueRes)
     .mutation(async ({ ctx, input }) => ({ queue: await updateQueue(ctx.em(), ctx.user, input) })),
 
   delete: protectedProcedure
-    .meta({ openapi: { method: 'DELETE', path: '/annotation_queues/{queue_id}', tags, summary: 'Delete a queue and its items (soft delete)' } })
+    .meta(rest({ method: 'DELETE', path: '/annotation_queues/{queue_id}', tags, summary: 'Delete a queue and its items (soft delete)', answers: [404] }))
     .input(AnnotationQueueReadReq)
     .output(AnnotationQueueRes)
     .mutation(async ({ ctx, input }) => ({ queue: await deleteQueue(ctx.em(), ctx.user, input.project_id, input.queue_id) })),

@@ -2,22 +2,23 @@ import { CallBatchCreateReq, CallBatchCreateRes, CallQueryReq, CallQueryRes, Cal
 import { createCalls, queryCalls, readCall } from '../../domain/calls.ts';
 import { resolvePaging } from '../../domain/paging.ts';
 import { batchLimited, protectedProcedure, router } from '../trpc.ts';
+import { rest } from '../rest-meta.ts';
 
 export const callsRouter = router({
   batchCreate: batchLimited
-    .meta({ openapi: { method: 'POST', path: '/calls/batch/create', tags: ['calls'], summary: 'Store recorded calls, all or nothing; idempotent by id' } })
+    .meta(rest({ method: 'POST', path: '/calls/batch/create', tags: ['calls'], summary: 'Store recorded calls, all or nothing; idempotent by id', answers: [409] }))
     .input(CallBatchCreateReq)
     .output(CallBatchCreateRes)
     .mutation(async ({ ctx, input }) => ({ res: await createCalls(ctx.em(), ctx.user, input.batch) })),
 
   read: protectedProcedure
-    .meta({ openapi: { method: 'GET', path: '/calls/{call_id}', tags: ['calls'], summary: 'Read one call' } })
+    .meta(rest({ method: 'GET', path: '/calls/{call_id}', tags: ['calls'], summary: 'Read one call', answers: [404] }))
     .input(CallReadReq)
     .output(CallReadRes)
     .query(async ({ ctx, input }) => ({ call: await readCall(ctx.em(), ctx.user, input.project_id, input.call_id) })),
 
   query: protectedProcedure
-    .meta({ openapi: { method: 'POST', path: '/calls/query', tags: ['calls'], summary: 'Query calls, ordered by started_at, id' } })
+    .meta(rest({ method: 'POST', path: '/calls/query', tags: ['calls'], summary: 'Query calls, ordered by started_at, id' }))
     .input(CallQueryReq)
     .output(CallQueryRes)
     .query(async ({ ctx, input }) => ({

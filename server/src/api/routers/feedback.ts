@@ -12,20 +12,22 @@ import {
 import { createFeedback, createFeedbackBatch, purgeFeedback, queryFeedback, replaceFeedback } from '../../domain/feedback.ts';
 import { resolvePaging } from '../../domain/paging.ts';
 import { batchLimited, protectedProcedure, router } from '../trpc.ts';
+import { rest } from '../rest-meta.ts';
 
 const tags = ['feedback'];
 
 export const feedbackRouter = router({
   batchCreate: batchLimited
-    .meta({
-      openapi: {
+    .meta(
+      rest({
         method: 'POST',
         path: '/feedback/batch/create',
         tags,
         summary: 'Create feedback records, all or nothing; idempotent by id',
         description: 'svc_user_id is always the authenticated caller; a value in the body is ignored.',
-      },
-    })
+        answers: [409],
+      }),
+    )
     .input(FeedbackBatchCreateReq)
     .output(FeedbackBatchCreateRes)
     .mutation(async ({ ctx, input }) => ({
@@ -33,13 +35,13 @@ export const feedbackRouter = router({
     })),
 
   create: protectedProcedure
-    .meta({ openapi: { method: 'POST', path: '/feedback/create', tags, summary: 'Create one feedback record' } })
+    .meta(rest({ method: 'POST', path: '/feedback/create', tags, summary: 'Create one feedback record', answers: [409] }))
     .input(FeedbackCreateReq)
     .output(FeedbackCreateRes)
     .mutation(({ ctx, input }) => createFeedback(ctx.em(), ctx.user, input, ctx.services.config.limits.payloadBytes)),
 
   query: protectedProcedure
-    .meta({ openapi: { method: 'POST', path: '/feedback/query', tags, summary: 'Query feedback, ordered by created_at, id' } })
+    .meta(rest({ method: 'POST', path: '/feedback/query', tags, summary: 'Query feedback, ordered by created_at, id' }))
     .input(FeedbackQueryReq)
     .output(FeedbackQueryRes)
     .query(async ({ ctx, input }) => ({
@@ -47,13 +49,13 @@ export const feedbackRouter = router({
     })),
 
   purge: protectedProcedure
-    .meta({ openapi: { method: 'POST', path: '/feedback/purge', tags, summary: 'Delete feedback records by id' } })
+    .meta(rest({ method: 'POST', path: '/feedback/purge', tags, summary: 'Delete feedback records by id' }))
     .input(FeedbackPurgeReq)
     .output(FeedbackPurgeRes)
     .mutation(async ({ ctx, input }) => ({ deleted_count: await purgeFeedback(ctx.em(), ctx.user, input.project_id, input.ids) })),
 
   replace: protectedProcedure
-    .meta({ openapi: { method: 'POST', path: '/feedback/replace', tags, summary: 'Replace one feedback record (purge and create in one transaction)' } })
+    .meta(rest({ method: 'POST', path: '/feedback/replace', tags, summary: 'Replace one feedback record (purge and create in one transaction)', answers: [404, 409] }))
     .input(FeedbackReplaceReq)
     .output(FeedbackCreateRes)
     .mutation(async ({ ctx, input }) => {

@@ -1,10 +1,11 @@
 import { Me } from '@loupe/shared';
 import { z } from 'zod';
 import { protectedProcedure, router } from '../trpc.ts';
+import { rest } from '../rest-meta.ts';
 
 export const meRouter = router({
   read: protectedProcedure
-    .meta({ openapi: { method: 'GET', path: '/me', tags: ['auth'], summary: 'The caller: user id, username and memberships' } })
+    .meta(rest({ method: 'GET', path: '/me', tags: ['auth'], summary: 'The caller: user id, username and memberships' }))
     .input(z.strictObject({}))
     .output(Me)
     .query(({ ctx }) => ({

@@ -1,0 +1,241 @@
+import { randomUUID } from 'node:crypto';
+import createClient from 'openapi-fetch';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { openApiDocument } from '@loupe/server';
+import { answered, documentProblem } from '../harness/api-document.ts';
+import { describeEachBackend } from '../harness/backends.ts';
+import { basic, createUser, type CreatedKeyForTest } from '../harness/http.ts';
+import { startTestServer, type TestServer } from '../harness/server.ts';
+import type { paths } from './loupe-api.ts';
+
+// A client generated from the published API document (openapi-typescript types, openapi-fetch
+// calls), used as an outside team would use it. It type-checks against the kept types (tsc runs
+// over this file), so free-form JSON (`inputs`, `field_schema`) must be expressible in them; at run
+// time every answer is checked against the document, and every operation is called until it has
+// answered at least once with success and once with an error.
+
+describeEachBackend('a client generated from the API document', (backend) => {
+  let server: TestServer;
+  let member: CreatedKeyForTest;
+  let viewer: CreatedKeyForTest;
+  const project_id = 'acme/generated';
+  const problems: string[] = [];
+
+  // Every answer is checked against the document; a mismatch is collected and fails the last test.
+  const checkedFetch = async (request: Request): Promise<Response> => {
+    const response = await fetch(request);
+    const text = await response.clone().text();
+    const type = response.headers.get('content-type') ?? '';
+    const body = text ? (type.includes('json') ? JSON.parse(text) : text) : undefined;
+    const url = new URL(request.url);
+    const problem = documentProblem(request.method, url.pathname + url.search, response.status, type, body);
+    if (problem) problems.push(problem);
+    return response;
+  };
+  const api = (key?: string) =>
+    createClient<paths>({ baseUrl: server.url, fetch: checkedFetch, headers: key ? { authorization: basic(key) } : {} });
+
+  beforeAll(async () => {
+    answered.clear();
+    server = await startTestServer(backend);
+    member = await createUser(server, { entity: 'acme', role: 'member' });
+    viewer = await createUser(server, { entity: 'acme', role: 'viewer' });
+  });
+  afterAll(() => server?.stop());
+
+  it('sends free-form JSON and reads calls whose ids need percent-encoding in a path', async () => {
+    const client = api(member.api_key);
+    const created = await client.POST('/calls/batch/create', {
+      body: {
+        batch: [
+          {
+            project_id,
+            id: 'ns:1',
+            op_name: 'chat',
+            started_at: '2026-01-02T03:04:05.678Z',
+            inputs: { messages: [{ role: 'user', content: 'hi' }], temperature: 0.2, stream: false, stop: null },
+            output: ['any', { json: [1, 2, 3] }],
+          },
+        ],
+      },
+    });
+    expect(created.response.status).toBe(200);
+    expect(created.data?.res[0]?.id).toBe('ns:1');
+
+    // openapi-fetch sends the path parameter encoded: /calls/ns%3A1.
+    const read = await client.GET('/calls/{call_id}', { params: { path: { call_id: 'ns:1' }, query: { project_id } } });
+    expect(read.response.url).toContain('/calls/ns%3A1?');
+    expect(read.response.status).toBe(200);
+    expect(read.data?.call).toMatchObject({ id: 'ns:1', inputs: { messages: [{ role: 'user', content: 'hi' }], stop: null } });
+
+    const missing = await client.GET('/calls/{call_id}', { params: { path: { call_id: 'ns:2' }, query: { project_id } } });
+    expect(missing.response.status).toBe(404);
+    expect(missing.error?.reason).toBe(`Call "ns:2" does not exist in project ${project_id}.`);
+
+    const conflicting = await client.POST('/calls/batch/create', {
+      body: { batch: [{ project_id, id: 'ns:1', op_name: 'other', started_at: '2026-01-02T03:04:05.678Z' }] },
+    });
+    expect(conflicting.response.status).toBe(409);
+    expect(conflicting.error).toMatchObject({ code: 'CONFLICT', reason: expect.stringContaining('"ns:1"') });
+  });
+
+  it('stores a rubric field whose JSON Schema is free-form', async () => {
+    const client = api(member.api_key);
+    const spec = await client.POST('/annotation_specs', {
+      body: {
+        project_id,
+        name: 'quality',
+        field_schema: { type: 'object', properties: { score: { type: 'integer', minimum: 1, maximum: 5 } }, required: ['score'] },
+      },
+    });
+    expect(spec.response.status).toBe(200);
+    const found = await client.POST('/annotation_specs/query', { body: { project_id, names: ['quality'] } });
+    expect(found.data?.specs.map((s) => s.ref)).toEqual([spec.data?.ref]);
+
+    const badPattern = await client.POST('/annotation_specs', {
+      body: { project_id, name: 'lookaround', field_schema: { type: 'string', pattern: '^(?=a)a$' } },
+    });
+    expect(badPattern.response.status).toBe(400);
+    expect((await client.POST('/annotation_specs/query', { body: { project_id: 'no-slash' } })).response.status).toBe(400);
+  });
+
+  it('works a queue from creation to deletion, with the errors each step can answer', async () => {
+    const client = api(member.api_key);
+    const callIds = ['q:1', 'q:2'];
+    await client.POST('/calls/batch/create', {
+      body: { batch: callIds.map((id) => ({ project_id, id, op_name: 'chat', started_at: '2026-01-02T03:04:05.678Z' })) },
+    });
+    expect((await client.POST('/calls/query', { body: { project_id, limit: 10 } })).data?.calls.length).toBeGreaterThanOrEqual(3);
+    expect((await client.POST('/calls/query', { body: { project_id, limit: 0 } })).response.status).toBe(400);
+
+    const created = await client.POST('/annotation_queues', { body: { project_id, name: 'review', annotations_per_item: 1 } });
+    expect(created.response.status).toBe(200);
+    const queue_id = created.data!.id;
+    expect((await client.POST('/annotation_queues', { body: { project_id, name: '' } })).response.status).toBe(400);
+
+    const path = { queue_id };
+    expect((await client.POST('/annotation_queues/query', { body: { project_id } })).data?.queues.map((q) => q.id)).toContain(queue_id);
+    expect((await client.POST('/annotation_queues/query', { body: { project_id, offset: -1 } })).response.status).toBe(400);
+
+    const added = await client.POST('/annotation_queues/{queue_id}/items', { params: { path }, body: { project_id, call_ids: callIds } });
+    expect(added.data?.added_count).toBe(2);
+    const addedElsewhere = await client.POST('/annotation_queues/{queue_id}/items', {
+      params: { path: { queue_id: 'non laboris' } },
+      body: { project_id, call_ids: callIds },
+    });
+    expect(addedElsewhere.response.status).toBe(404);
+    expect(addedElsewhere.error?.reason).toContain('"non laboris"');
+
+    const items = await client.POST('/annotation_queues/{queue_id}/items/query', { params: { path }, body: { project_id, include_position: true } });
+    expect(items.data?.items).toHaveLength(2);
+    expect((await client.POST('/annotation_queues/{queue_id}/items/query', { params: { path: { queue_id: 'gone' } }, body: { project_id } })).response.status).toBe(404);
+
+    const claimed = await client.POST('/annotation_queues/{queue_id}/items/claim', { params: { path }, body: { project_id } });
+    expect(claimed.response.status).toBe(200);
+    const item_id = claimed.data!.item!.id;
+    expect((await client.POST('/annotation_queues/{queue_id}/items/claim', { params: { path: { queue_id: 'gone' } }, body: { project_id } })).response.status).toBe(404);
+
+    const progress = await client.POST('/annotation_queues/{queue_id}/items/{item_id}/progress', {
+      params: { path: { queue_id, item_id } },
+      body: { project_id, annotation_state: 'completed' },
+    });
+    expect(progress.data?.item.annotation_state).toBe('completed');
+    const unknownItem = await client.POST('/annotation_queues/{queue_id}/items/{item_id}/progress', {
+      params: { path: { queue_id, item_id: 'no such item' } },
+      body: { project_id, annotation_state: 'completed' },
+    });
+    expect(unknownItem.response.status).toBe(404);
+    expect(unknownItem.error?.reason).toContain('"no such item"');
+    const viewerWrites = await api(viewer.api_key).POST('/annotation_queues/{queue_id}/items/{item_id}/progress', {
+      params: { path: { queue_id, item_id } },
+      body: { project_id, annotation_state: 'skipped' },
+    });
+    expect(viewerWrites.response.status).toBe(403);
+
+    const stats = await client.POST('/annotation_queues/stats', { body: { project_id, queue_ids: [queue_id] } });
+    expect(stats.data?.stats[0]).toMatchObject({ queue_id, completed_items: 1 });
+    expect((await client.POST('/annotation_queues/stats', { body: { project_id, queue_ids: ['gone'] } })).response.status).toBe(404);
+
+    const read = await client.GET('/annotation_queues/{queue_id}', { params: { path, query: { project_id } } });
+    expect(read.data?.queue.name).toBe('review');
+    const anonymous = await api().GET('/annotation_queues/{queue_id}', { params: { path, query: { project_id } } });
+    expect(anonymous.response.status).toBe(401);
+    expect(anonymous.response.headers.get('www-authenticate')).toBe('Basic realm="loupe"');
+
+    const updated = await client.PUT('/annotation_queues/{queue_id}', { params: { path }, body: { project_id, name: 'review 2' } });
+    expect(updated.data?.queue.name).toBe('review 2');
+    expect((await client.PUT('/annotation_queues/{queue_id}', { params: { path: { queue_id: 'gone' } }, body: { project_id } })).response.status).toBe(404);
+
+    const removed = await client.DELETE('/annotation_queues/{queue_id}/items/{item_id}', { params: { path: { queue_id, item_id }, query: { project_id } } });
+    expect(removed.response.status).toBe(200);
+    const removedAgain = await client.DELETE('/annotation_queues/{queue_id}/items/{item_id}', { params: { path: { queue_id, item_id }, query: { project_id } } });
+    expect(removedAgain.response.status).toBe(404);
+
+    expect((await client.DELETE('/annotation_queues/{queue_id}', { params: { path, query: { project_id } } })).response.status).toBe(200);
+    expect((await client.DELETE('/annotation_queues/{queue_id}', { params: { path, query: { project_id } } })).response.status).toBe(404);
+  });
+
+  it('creates, queries, replaces and purges feedback', async () => {
+    const client = api(member.api_key);
+    const svc_ref = `svc:///${project_id}/call/ns:1`;
+    const id = randomUUID();
+    const one = await client.POST('/feedback/create', { body: { project_id, id, svc_ref, feedback_type: 'comment', payload: { text: 'fine', tags: ['a'] } } });
+    expect(one.response.status).toBe(200);
+    const clash = await client.POST('/feedback/create', { body: { project_id, id, svc_ref, feedback_type: 'comment', payload: { text: 'other' } } });
+    expect(clash.response.status).toBe(409);
+
+    const batch = await client.POST('/feedback/batch/create', {
+      body: { batch: [{ project_id, svc_ref, feedback_type: 'wandb.reaction.1', payload: { emoji: '👍' } }] },
+    });
+    expect(batch.response.status).toBe(200);
+    const badBatch = await client.POST('/feedback/batch/create', { body: { batch: [{ project_id, svc_ref, feedback_type: 'comment', payload: 'not an object' as never }] } });
+    expect(badBatch.response.status).toBe(400);
+
+    const queried = await client.POST('/feedback/query', { body: { project_id, limit: 10 } });
+    expect(queried.data?.result.length).toBe(2);
+    expect((await client.POST('/feedback/query', { body: { project_id: 'x' } })).response.status).toBe(400);
+
+    const replaced = await client.POST('/feedback/replace', {
+      body: { project_id, feedback_id: id, svc_ref, feedback_type: 'comment', payload: { text: 'better' } },
+    });
+    expect(replaced.response.status).toBe(200);
+    const replacedAgain = await client.POST('/feedback/replace', {
+      body: { project_id, feedback_id: id, svc_ref, feedback_type: 'comment', payload: { text: 'again' } },
+    });
+    expect(replacedAgain.response.status).toBe(404);
+
+    const purged = await client.POST('/feedback/purge', { body: { project_id, ids: [replaced.data!.id] } });
+    expect(purged.data?.deleted_count).toBe(1);
+    expect((await client.POST('/feedback/purge', { body: { project_id, ids: [] } })).response.status).toBe(400);
+  });
+
+  it('reads the caller and the public model list, with their errors', async () => {
+    const me = await api(member.api_key).GET('/me');
+    expect(me.data?.username).toBe(member.username);
+    expect((await api('lp_not_a_key').GET('/me')).response.status).toBe(401);
+
+    const models = await api().GET('/inference/router/partner/models');
+    expect(models.response.status).toBe(200);
+    const etag = models.response.headers.get('etag')!;
+    const kept = await api().GET('/inference/router/partner/models', { headers: { 'if-none-match': etag } });
+    expect(kept.response.status).toBe(304);
+    const filtered = await api().GET('/inference/router/partner/models', { params: { query: { feature: 'tools' } } });
+    expect(filtered.response.status).toBe(200);
+    const badFilter = await api().GET('/inference/router/partner/models', { params: { query: { feature: 'telepathy' as never } } });
+    expect(badFilter.response.status).toBe(400);
+  });
+
+  it('saw every operation answer with success and with an error, each as the document describes it', () => {
+    expect(problems).toEqual([]);
+    const missing: string[] = [];
+    for (const item of Object.values(openApiDocument().paths ?? {})) {
+      for (const operation of Object.values(item ?? {})) {
+        const id = (operation as { operationId: string }).operationId;
+        const statuses = [...answered].filter((a) => a.startsWith(`${id} `)).map((a) => Number(a.split(' ')[1]));
+        if (!statuses.some((s) => s < 400)) missing.push(`${id}: no success`);
+        if (!statuses.some((s) => s >= 400)) missing.push(`${id}: no error`);
+      }
+    }
+    expect(missing).toEqual([]);
+  });
+});
