@@ -79,9 +79,9 @@ export function leaveBodyUnread(req: Request, res: Response, maxBytes: number): 
 
 /**
  * A body that is not JSON is refused with 415 before anything reads it. What passes goes on with
- * the media type spelled `application/json`: the REST adapter compares it case-sensitively and
- * wants it even when there is no body, and it refuses before a request context exists, so its
- * answer would carry no request_id. A request without a body is read as an empty JSON body.
+ * the media type spelled `application/json`: tRPC's adapter compares it case-sensitively and wants
+ * it even when there is no body, and it refuses before a request context exists, so its answer
+ * would carry no request_id. A request without a body is read as an empty JSON body.
  */
 export const requireJsonBody = (maxBytes: number) => (req: Request, res: Response, next: NextFunction): void => {
   if (!carriesBody(req.method)) return next();

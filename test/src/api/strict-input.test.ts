@@ -5,10 +5,10 @@ import { client, createUser, rest, type CreatedKeyForTest } from '../harness/htt
 import { queueWithItems } from '../harness/queues.ts';
 import { startTestServer, type TestServer } from '../harness/server.ts';
 
-// trpc-to-openapi coerces REST input (null → 0, "7" → 7, "false" → true) by switching on `coerce`
-// in the zod schemas of a procedure's input, and those schemas are shared with the /trpc door.
-// Loupe's bodies are strict JSON through both doors. The adapter acts on first REST use, so each
-// check runs in the order tRPC, REST, tRPC again, REST again, with successful REST calls between.
+// Loupe's bodies are strict JSON through both doors: nothing coerces null → 0, "7" → 7 or
+// "false" → true. (The REST adapter of trpc-to-openapi did, by switching a flag inside the zod
+// schemas shared with the /trpc door, on first REST use; so each check still runs in the order
+// tRPC, REST, tRPC again, REST again, with successful REST calls between.)
 
 const NOT_NUMBERS: unknown[] = [null, '7', 'false', 'true', '', true];
 const NOT_BOOLEANS: unknown[] = [null, '7', 'false', 'true', '', 0, 1];
