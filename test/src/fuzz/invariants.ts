@@ -1,3 +1,4 @@
+import { documentProblem } from '../harness/api-document.ts';
 import type { FuzzRequest } from './requests.ts';
 import type { Outcome } from './send.ts';
 
@@ -11,6 +12,7 @@ export const RESPONSE_INVARIANTS = {
   'error-body': 'every 4xx/5xx body is JSON with a string `reason` and a string `code` (tRPC envelope: error.reason and error.data.code)',
   'under-2s': `every request is answered within ${MAX_REQUEST_MS} ms`,
   'request-id': 'every answer carries X-Request-Id',
+  documented: 'every answer to an operation of the API document has a status it lists and a body its schema for that status accepts',
 } as const;
 export type InvariantName = keyof typeof RESPONSE_INVARIANTS;
 
@@ -36,6 +38,16 @@ export function checkOutcome(request: FuzzRequest, outcome: Outcome): Verdict {
   check('no-5xx', status < 500 || (status === 503 && Number(headers['retry-after']) > 0), () => `status ${status}: ${text.slice(0, 500)}`);
   check('under-2s', ms < MAX_REQUEST_MS, () => `answered after ${Math.round(ms)} ms (status ${status})`);
   check('request-id', typeof headers['x-request-id'] === 'string' && headers['x-request-id'] !== '', () => `status ${status} without X-Request-Id`);
+  if (request.method !== 'HEAD') {
+    let body: unknown = text || undefined;
+    try {
+      body = text ? JSON.parse(text) : undefined;
+    } catch {
+      // not JSON: the document check reports it if the operation promised JSON
+    }
+    const problem = documentProblem(request.method, request.path, status, headers['content-type'] ?? '', body);
+    check('documented', problem === undefined, () => problem!);
+  }
   if (status >= 400 && request.method !== 'HEAD') {
     const problem = errorBodyProblem(headers['content-type'], text);
     check('error-body', problem === undefined, () => `status ${status}: ${problem}; body ${JSON.stringify(text.slice(0, 500))}`);
