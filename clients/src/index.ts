@@ -18,7 +18,7 @@ export type ClientOptions = {
 /** Basic credentials with username `api`, written with what browsers and Node both have. */
 function basicCredentials(apiKey: string): string {
   const bytes = new TextEncoder().encode(`api:${apiKey}`);
-  return `Basic ${btoa(String.fromCharCode(...bytes))}`;
+  return `Basic ${btoa(Array.from(bytes, (byte) => String.fromCharCode(byte)).join(''))}`;
 }
 
 /** The end-to-end typed client of Loupe's tRPC door at `<url>/trpc`. */
