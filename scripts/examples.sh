@@ -26,6 +26,7 @@ api -H "$J" $B/calls/batch/create -d '{"batch":[
    "ended_at":"2026-11-22T10:00:02Z","inputs":{"q":"hi"},"output":{"a":"hello"}}]}'   # {"res":[{"id":"call-1"}]}
 api "$B/calls/call-1?project_id=acme/bot"                                               # {"call":{…}}
 api -H "$J" $B/calls/query -d '{"project_id":"acme/bot","filter":{"op_names":["answer"]},"limit":50}'
+api -H "$J" $B/projects/query -d '{}'   # your entities' projects that hold data: {"projects":[{"project_id":"acme/bot",…,"counts":{"calls":1,…}}]}
 
 REF=$(api -H "$J" $B/annotation_specs -d '{"project_id":"acme/bot","name":"helpfulness",
   "field_schema":{"type":"integer","minimum":1,"maximum":5}}' | field ref); echo "REF=$REF"   # svc:///acme/bot/object/helpfulness:<digest>

@@ -7,6 +7,6 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     reporters: ['default', ['json', { outputFile: 'reports/vitest.json' }]],
-    globalSetup: ['src/harness/global-setup.ts'],
+    globalSetup: ['src/harness/global-setup.ts', 'src/harness/web-build.ts'],
   },
 });

@@ -2,6 +2,7 @@ import { createTRPCClient, httpBatchLink, httpLink, type TRPCClient } from '@trp
 import type { AppRouter } from '@loupe/server/router';
 
 export type { AppRouter };
+export { TRPCClientError } from '@trpc/client';
 export type LoupeClient = TRPCClient<AppRouter>;
 
 export type ClientOptions = {
@@ -14,11 +15,17 @@ export type ClientOptions = {
   fetch?: typeof globalThis.fetch;
 };
 
+/** Basic credentials with username `api`, written with what browsers and Node both have. */
+function basicCredentials(apiKey: string): string {
+  const bytes = new TextEncoder().encode(`api:${apiKey}`);
+  return `Basic ${btoa(Array.from(bytes, (byte) => String.fromCharCode(byte)).join(''))}`;
+}
+
 /** The end-to-end typed client of Loupe's tRPC door at `<url>/trpc`. */
 export function createClient({ url, apiKey, batch = true, fetch }: ClientOptions): LoupeClient {
   const link = (batch ? httpBatchLink : httpLink)({
     url: `${url.replace(/\/$/, '')}/trpc`,
-    headers: () => (apiKey ? { authorization: `Basic ${Buffer.from(`api:${apiKey}`).toString('base64')}` } : {}),
+    headers: () => (apiKey ? { authorization: basicCredentials(apiKey) } : {}),
     ...(fetch ? { fetch } : {}),
   });
   return createTRPCClient<AppRouter>({ links: [link] });

@@ -16,6 +16,7 @@ import { RequestContext } from './http/request-context.ts';
 import { restDoor } from './http/rest-door.ts';
 import { RouteTable } from './http/route-table.ts';
 import { routeNamer } from './http/routes.ts';
+import { webApp } from './http/web-app.ts';
 
 /**
  * The typed door's response headers: every error in one response shares the status, and the first
@@ -72,6 +73,7 @@ export function createApp(services: Services): { listener: RequestListener; drai
   // The request id is in scope for the error formatter even when no context was made.
   app.use('/trpc', (req, res, next) => typedDoorRequestId.run(req.id ?? '', () => typedDoor(req, res, next)));
   app.use(restDoor(routes, (req, res) => createContext({ req, res })));
+  app.use(webApp());
   app.use(notFound);
   app.use(errorHandler);
   const listener: RequestListener = (req, res) => {

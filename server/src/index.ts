@@ -10,3 +10,4 @@ export { AuthBrake, type FailureCounts } from './auth/brake.ts';
 export { MemoryFailureCounts } from './auth/brake-memory.ts';
 export { PostgresFailureCounts } from './auth/brake-postgres.ts';
 export { openApiDocument } from './api/openapi.ts';
+export { webApp } from './http/web-app.ts';

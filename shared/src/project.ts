@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Timestamp } from './time.ts';
 
 /** One part of a project id: an entity name or a project name. */
 export const NAME_PART = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
@@ -16,3 +17,30 @@ export function splitProjectId(projectId: string): { entity: string; project: st
   const [entity, project] = projectId.split('/') as [string, string];
   return { entity, project };
 }
+
+export const ProjectQueryReq = z
+  .strictObject({
+    entity: z.string().regex(NAME_PART, 'entity must be 1-128 of [A-Za-z0-9_.-] starting with a letter or digit').optional().meta({
+      description: 'Only the projects of this entity (one of the caller\'s)',
+    }),
+  })
+  .meta({ id: 'ProjectQueryReq' });
+export type ProjectQueryReq = z.infer<typeof ProjectQueryReq>;
+
+export const Project = z
+  .strictObject({
+    project_id: ProjectId,
+    entity: z.string(),
+    name: z.string(),
+    created_at: Timestamp.meta({ description: 'When the project\'s first live record was created' }),
+    counts: z.strictObject({
+      calls: z.number().int(),
+      queues: z.number().int().meta({ description: 'Queues not deleted' }),
+      feedback: z.number().int(),
+    }),
+  })
+  .meta({ id: 'Project' });
+export type Project = z.infer<typeof Project>;
+
+export const ProjectQueryRes = z.strictObject({ projects: z.array(Project) }).meta({ id: 'ProjectQueryRes' });
+export type ProjectQueryRes = z.infer<typeof ProjectQueryRes>;

@@ -5,6 +5,7 @@ import { callsRouter } from './routers/calls.ts';
 import { feedbackRouter } from './routers/feedback.ts';
 import { meRouter } from './routers/me.ts';
 import { modelsRouter } from './routers/models.ts';
+import { projectsRouter } from './routers/projects.ts';
 import { createCallerFactory, router } from './trpc.ts';
 
 export const appRouter = router({
@@ -14,6 +15,7 @@ export const appRouter = router({
   feedback: feedbackRouter,
   me: meRouter,
   models: modelsRouter,
+  projects: projectsRouter,
 });
 
 export const createCaller = createCallerFactory(appRouter);

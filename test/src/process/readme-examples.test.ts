@@ -78,6 +78,7 @@ describeEachBackend('README examples run as written', (backend) => {
       (l) => expect(json(l)).toEqual({ res: [{ id: 'call-1' }] }),
       (l) => expect(json(l).call).toMatchObject({ project_id: 'acme/bot', id: 'call-1', op_name: 'answer', inputs: { q: 'hi' } }),
       (l) => expect(json(l).calls.map((c: { id: string }) => c.id)).toEqual(['call-1']),
+      (l) => expect(json(l).projects).toEqual([expect.objectContaining({ project_id: 'acme/bot', counts: { calls: 1, queues: 0, feedback: 0 } })]),
       (l) => expect(l).toBe(`REF=${REF}`),
       (l) => expect(json(l).specs).toEqual([expect.objectContaining({ ref: REF, name: 'helpfulness' })]),
       (l) => expect(l).toBe(`Q=${Q}`),

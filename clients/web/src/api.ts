@@ -1,0 +1,42 @@
+import { createClient, TRPCClientError, type LoupeClient } from '@loupe/client';
+import type { RouterInputs, RouterOutputs } from '@loupe/server/router';
+import { queryOptions } from '@tanstack/react-query';
+
+// Every call to Loupe goes through the typed client; TanStack Query caches and tracks them.
+
+export type Me = RouterOutputs['me']['read'];
+export type Project = RouterOutputs['projects']['query']['projects'][number];
+export type ModelFilters = RouterInputs['models']['list'];
+export type Model = RouterOutputs['models']['list']['data'][number];
+
+/**
+ * Requests without the browser's own credentials: a 401 (which carries `WWW-Authenticate: Basic`)
+ * then comes back to the page instead of opening the browser's password prompt.
+ */
+const fetchOwnCredentials: typeof fetch = (input, init) => fetch(input, { ...init, credentials: 'omit' });
+
+/** A client of this page's own origin, with the caller's key when signed in. */
+export function apiClient(apiKey?: string): LoupeClient {
+  return createClient({ url: window.location.origin, fetch: fetchOwnCredentials, ...(apiKey ? { apiKey } : {}) });
+}
+
+/** The HTTP status of a failed call (0 when the server was not reached). */
+export function statusOf(error: unknown): number {
+  return error instanceof TRPCClientError ? Number(error.data?.httpStatus ?? 0) : 0;
+}
+
+/** What a failed call says to a person: the server's own reason, else a plain sentence. */
+export function messageOf(error: unknown): string {
+  if (error instanceof TRPCClientError && statusOf(error) > 0) return error.message;
+  return 'The server could not be reached. Check the connection and try again.';
+}
+
+// The signed-in queries are keyed by session, never by the key itself.
+export const meQuery = (client: LoupeClient, session: number) =>
+  queryOptions({ queryKey: ['session', session, 'me'], queryFn: () => client.me.read.query({}) });
+
+export const projectsQuery = (client: LoupeClient, session: number) =>
+  queryOptions({ queryKey: ['session', session, 'projects'], queryFn: async () => (await client.projects.query.query({})).projects });
+
+export const modelsQuery = (client: LoupeClient, filters: ModelFilters) =>
+  queryOptions({ queryKey: ['models', filters], queryFn: async () => (await client.models.list.query(filters)).data });
