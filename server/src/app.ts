@@ -12,7 +12,7 @@ import { errorHandler, notFound, requireJsonBody } from './http/errors.ts';
 import { Metrics } from './http/metrics.ts';
 import { modelListHttp } from './http/model-list.ts';
 import { operationsRouter } from './http/operations.ts';
-import { RequestContext } from './http/request-context.ts';
+import { RequestTracker } from './http/request-tracker.ts';
 import { restDoor } from './http/rest-door.ts';
 import { RouteTable } from './http/route-table.ts';
 import { routeNamer } from './http/routes.ts';
@@ -49,7 +49,7 @@ export function createApp(services: Services): { listener: RequestListener; drai
   const metrics = new Metrics(services.orm, services.config.databaseUrl);
 
   const routes = new RouteTable();
-  const requests = new RequestContext(services.log, metrics, routeNamer(routes));
+  const requests = new RequestTracker(services.log, metrics, routeNamer(routes));
   const modelList = modelListHttp(services.catalog, (req, res) => createContext({ req, res }));
   app.use(modelList.middleware);
   // Every operations route is a GET (Express answers HEAD and OPTIONS for it): requests with a

@@ -4,7 +4,7 @@ import { getHTTPStatusCodeFromError } from '@trpc/server/http';
 import { TRPC_ERROR_CODES_BY_KEY, type TRPC_ERROR_CODE_KEY } from '@trpc/server/rpc';
 import type { ErrorBody } from '@loupe/shared';
 // `req.id` is declared where it is set.
-import type {} from './request-context.ts';
+import type {} from './request-tracker.ts';
 import { errorHeaders, INTERNAL_REASON, normalizeError, reasonOf, zodIssues, type Issue } from '../api/error-policy.ts';
 import { requestLog } from '../log.ts';
 import { carriesBody, onTypedDoor } from './request-kind.ts';

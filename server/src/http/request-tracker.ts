@@ -14,16 +14,17 @@ declare module 'node:http' {
 // What the close listener needs, kept on the response as plain data: one shared listener
 // function instead of a closure per request (this runs for every request, polls included).
 const STARTED = Symbol('loupe.started');
-const CONTEXT = Symbol('loupe.requestContext');
-type Tracked = ServerResponse & { req: IncomingMessage & { originalUrl?: string }; [STARTED]: number; [CONTEXT]: RequestContext };
+const TRACKER = Symbol('loupe.requestTracker');
+type Tracked = ServerResponse & { req: IncomingMessage & { originalUrl?: string }; [STARTED]: number; [TRACKER]: RequestTracker };
 
 /**
- * Gives each request its id (the client's `X-Request-Id` when it is sane, else a new UUIDv7), a
- * logger that carries it (`requestLog`) and the `X-Request-Id` response header; when the response
- * is done, one access-log line and the request metrics. It also counts the responses not done yet,
- * so that shutdown can wait for their log lines.
+ * Tracks every request and writes its access log. Gives each request its id (the client's
+ * `X-Request-Id` when it is sane, else a new UUIDv7), a logger that carries it (`requestLog`) and
+ * the `X-Request-Id` response header; when the response is done, one access-log line and the
+ * request metrics. It also counts the responses not done yet, so that shutdown can wait for their
+ * log lines.
  */
-export class RequestContext {
+export class RequestTracker {
   #open = 0;
   #drained: (() => void) | undefined;
   readonly #log: Logger;
@@ -45,7 +46,7 @@ export class RequestContext {
     res.setHeader('X-Request-Id', id);
     const tracked = res as unknown as Tracked;
     tracked[STARTED] = performance.now();
-    tracked[CONTEXT] = this;
+    tracked[TRACKER] = this;
     this.#open++;
     // 'close' comes after 'finish', and also when the client went away before the answer was sent.
     res.on('close', onClose);
@@ -94,5 +95,5 @@ export class RequestContext {
 }
 
 function onClose(this: Tracked): void {
-  this[CONTEXT].done(this);
+  this[TRACKER].done(this);
 }
