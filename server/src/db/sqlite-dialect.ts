@@ -1,7 +1,16 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { DatabaseSync, type StatementSync } from 'node:sqlite';
-import { CompiledQuery, SqliteDialect, SqliteDriver, type DatabaseConnection, type Driver, type SqliteDatabase, type SqliteDialectConfig } from 'kysely';
+import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
+import {
+  CompiledQuery,
+  SqliteDialect,
+  SqliteDriver,
+  type DatabaseConnection,
+  type Driver,
+  type SqliteDatabase,
+  type SqliteDialectConfig,
+  type SqliteStatement,
+} from 'kysely';
 import { TransactionSafeDriver } from './transaction-safe-driver.ts';
 
 const READER = /^\s*(select|pragma|explain|with)\b/i;
@@ -10,24 +19,17 @@ const STATEMENT_CACHE_SIZE = 256;
 /** Statements longer than this are one-offs (values written into the text): not worth keeping. */
 const CACHEABLE_SQL_LENGTH = 64 * 1024;
 
-type Prepared = {
-  reader: boolean;
-  all(params: readonly unknown[]): unknown[];
-  run(params: readonly unknown[]): { changes: number | bigint; lastInsertRowid: number | bigint };
-  get(params: readonly unknown[]): unknown;
-  iterate(params: readonly unknown[]): Iterator<unknown>;
-};
+/** The one connection, as Kysely's driver calls it (and sql.ts inside a held connection). */
+export type LoupeSqliteDatabase = SqliteDatabase & { inTransaction(): boolean };
 
-/** The one connection's statements, as Kysely's driver calls them (and sql.ts inside a held connection). */
-export type LoupeSqliteDatabase = { prepare(sql: string): Prepared; inTransaction(): boolean; close(): void };
-
-function wrap(stmt: StatementSync, reader: boolean): Prepared {
+// Kysely hands over parameters as unknown values; they are the values this project binds (text,
+// numbers, bigints, null, bytes), which node:sqlite checks again as it binds them.
+function wrap(stmt: StatementSync, reader: boolean): SqliteStatement {
   return {
     reader,
-    all: (params) => stmt.all(...(params as never[])),
-    run: (params) => stmt.run(...(params as never[])),
-    get: (params) => stmt.get(...(params as never[])),
-    iterate: (params) => stmt.iterate(...(params as never[])),
+    all: (params) => stmt.all(...(params as SQLInputValue[])),
+    run: (params) => stmt.run(...(params as SQLInputValue[])),
+    iterate: (params) => stmt.iterate(...(params as SQLInputValue[])),
   };
 }
 
@@ -69,7 +71,7 @@ export class LoupeSqliteDialect extends SqliteDialect {
         // A 32 MiB page cache (SQLite's default is 2 MiB) keeps index pages of a growing database warm.
         db.exec('pragma journal_mode = wal; pragma synchronous = normal; pragma busy_timeout = 5000; pragma foreign_keys = on; pragma cache_size = -32768');
         // Recently used statements, wrapped once in the shape Kysely's driver calls.
-        const cache = new Map<string, Prepared>();
+        const cache = new Map<string, SqliteStatement>();
         const database: LoupeSqliteDatabase = {
           prepare(sql: string) {
             let entry = cache.get(sql);
@@ -90,7 +92,7 @@ export class LoupeSqliteDialect extends SqliteDialect {
           },
         };
         this.database = database;
-        return database as unknown as SqliteDatabase;
+        return database;
       },
     };
     super(config);

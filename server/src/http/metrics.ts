@@ -1,5 +1,6 @@
+import { PostgreSqlConnection } from '@mikro-orm/postgresql';
 import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
-import { dialectOf, type Orm } from '../db/orm.ts';
+import type { Orm } from '../db/orm.ts';
 import { RequestSeries } from './request-series.ts';
 
 /** Prometheus metrics: requests and latency by route template and status, and the database pool. */
@@ -7,8 +8,7 @@ export class Metrics {
   readonly registry = new Registry();
   readonly #requests = new RequestSeries();
 
-  constructor(orm: Orm, databaseUrl: string) {
-    const postgres = dialectOf(databaseUrl) === 'postgresql';
+  constructor(orm: Orm) {
     collectDefaultMetrics({ register: this.registry, prefix: 'loupe_' });
     for (const metric of this.#requests.metrics()) this.registry.registerMetric(metric);
     new Gauge({
@@ -17,10 +17,8 @@ export class Metrics {
       labelNames: ['state'],
       registers: [this.registry],
       async collect() {
-        const connection = orm.em.getConnection() as unknown as {
-          getNativeClient?: () => Promise<{ totalCount: number; idleCount: number; waitingCount: number }>;
-        };
-        if (postgres && connection.getNativeClient) {
+        const connection = orm.em.getConnection();
+        if (connection instanceof PostgreSqlConnection) {
           try {
             const native = await connection.getNativeClient();
             this.set({ state: 'total' }, native.totalCount);
