@@ -3,7 +3,7 @@ import { ROLES, type Role } from '@loupe/shared';
 import { ConfigError, loadConfig } from '../config.ts';
 import { DomainError } from '../domain/errors.ts';
 import { secretMasker } from '../db/database-url.ts';
-import { forkEm, migrate, openDatabase, type Orm } from '../db/orm.ts';
+import { unitOfWork, migrate, openDatabase, type Orm } from '../db/orm.ts';
 import { AdminError, addMember, createKey, createUser, listKeys, revokeKey } from './commands.ts';
 import { loadDemo } from './demo.ts';
 
@@ -65,7 +65,7 @@ function parse(argv: string[]): { command: Command; json: boolean } | 'help' {
       return {
         json,
         command: command(async (orm) => {
-          const created = await createUser(forkEm(orm), username, { entity: values.entity, role: memberRole });
+          const created = await createUser(unitOfWork(orm), username, { entity: values.entity, role: memberRole });
           const { user_id, api_key } = created;
           return {
             value: { user_id, username: created.username, api_key },
@@ -79,7 +79,7 @@ function parse(argv: string[]): { command: Command; json: boolean } | 'help' {
       return {
         json,
         command: command(async (orm) => {
-          const created = await createKey(forkEm(orm), username);
+          const created = await createKey(unitOfWork(orm), username);
           return { value: created, human: `API key for ${created.username} (shown once): ${created.api_key}\nkey id: ${created.key_id}` };
         }),
       };
@@ -89,7 +89,7 @@ function parse(argv: string[]): { command: Command; json: boolean } | 'help' {
       return {
         json,
         command: command(async (orm) => {
-          const keys = await listKeys(forkEm(orm), username);
+          const keys = await listKeys(unitOfWork(orm), username);
           const lines = keys.map((k) => `${k.key_id}  created ${k.created_at}${k.revoked_at ? `  revoked ${k.revoked_at}` : ''}`);
           return { value: { keys }, human: lines.join('\n') || 'no keys' };
         }),
@@ -100,7 +100,7 @@ function parse(argv: string[]): { command: Command; json: boolean } | 'help' {
       return {
         json,
         command: command(async (orm) => {
-          const revoked = await revokeKey(forkEm(orm), keyId);
+          const revoked = await revokeKey(unitOfWork(orm), keyId);
           return { value: revoked, human: `revoked ${revoked.key_id} at ${revoked.revoked_at}` };
         }),
       };
@@ -110,7 +110,7 @@ function parse(argv: string[]): { command: Command; json: boolean } | 'help' {
       return {
         json,
         command: command(async (orm) => {
-          const member = await addMember(forkEm(orm), username, entity, memberRole ?? 'member');
+          const member = await addMember(unitOfWork(orm), username, entity, memberRole ?? 'member');
           return { value: member, human: `${member.username} is ${member.role} of ${member.entity}` };
         }),
       };
@@ -129,7 +129,7 @@ function parse(argv: string[]): { command: Command; json: boolean } | 'help' {
       return {
         json,
         command: command(async (orm) => {
-          const demo = await loadDemo(forkEm(orm));
+          const demo = await loadDemo(unitOfWork(orm));
           return {
             value: demo,
             human: `demo data loaded: user ${demo.username}, project ${demo.project_id}, queue ${demo.queue_id}\nAPI key (shown once): ${demo.api_key}`,

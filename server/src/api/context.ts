@@ -3,7 +3,7 @@ import type { AuthUser } from '../auth/authenticate.ts';
 import type { AuthBrake } from '../auth/brake.ts';
 import type { ModelCatalog } from '../catalog/catalog.ts';
 import type { Config } from '../config.ts';
-import { forkEm, type Em, type Orm } from '../db/orm.ts';
+import { unitOfWork, type Em, type Orm } from '../db/orm.ts';
 import type { SqlScope } from '../db/sql.ts';
 import { admittedUser, refusalOf } from '../http/admission.ts';
 import { requestLog, type Logger } from '../log.ts';
@@ -17,16 +17,16 @@ export type Services = {
   authFailures: AuthBrake;
 };
 
+// A job that loads or changes entities takes `unitOfWork()`; a job written only in SQL takes `db`.
 export type Context = {
   services: Services;
   /**
-   * The request's own entity manager (its unit of work), forked on first use: the hand-written
-   * SQL paths never need one, and a fork is not free (MikroORM builds a unit of work and writes
-   * process.env twice).
+   * The request's own MikroORM entity manager (its unit of work), forked on first use: a fork is
+   * not free (MikroORM builds a unit of work and writes process.env twice).
    */
-  em: () => Em;
-  /** Hand-written SQL outside any unit of work (authentication, progress, claim). */
-  sql: SqlScope;
+  unitOfWork: () => Em;
+  /** The database for hand-written SQL (db/sql.ts; `sqlTransaction` to write atomically), outside any unit of work. */
+  db: SqlScope;
   requestId: string;
   /** The caller, authenticated by the HTTP layer before the body was read (protected routes). */
   admitted: AuthUser | undefined;
@@ -46,8 +46,8 @@ export function contextFactory(services: Services) {
     let em: Em | undefined;
     return {
       services,
-      em: () => (em ??= forkEm(services.orm)),
-      sql: services.orm.em as Em,
+      unitOfWork: () => (em ??= unitOfWork(services.orm)),
+      db: services.orm.em,
       requestId: request.id ?? '',
       admitted: admittedUser(req),
       refused: refusalOf(req),

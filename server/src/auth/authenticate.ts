@@ -14,9 +14,9 @@ export type AuthUser = {
 type Row = { user_id: string; username: string; key_hash: string; entity: string | null; role: Role | null };
 
 /** The user behind a live (not revoked) API key, or null. One round trip to the database. */
-export async function authenticate(em: SqlScope, credentials: Credentials): Promise<AuthUser | null> {
+export async function authenticate(db: SqlScope, credentials: Credentials): Promise<AuthUser | null> {
   const hash = hashApiKey(credentials.key);
-  const rows = await sqlRows<Row>(em, 
+  const rows = await sqlRows<Row>(db,
     `select u.id as user_id, u.username, k.key_hash, m.entity, m.role
        from api_keys k
        join users u on u.id = k.user_id

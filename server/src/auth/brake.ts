@@ -1,4 +1,4 @@
-import type { Em, Orm } from '../db/orm.ts';
+import type { Orm } from '../db/orm.ts';
 import type { Logger } from '../log.ts';
 import { MemoryFailureCounts } from './brake-memory.ts';
 import { PostgresFailureCounts } from './brake-postgres.ts';
@@ -60,6 +60,6 @@ export class AuthBrake {
  */
 export function createAuthBrake(orm: Orm, dialect: 'sqlite' | 'postgresql', options: BrakeOptions, log: Logger): AuthBrake {
   const windowMs = options.windowMs ?? 60_000;
-  const counts = dialect === 'postgresql' ? new PostgresFailureCounts(orm.em as Em, windowMs) : new MemoryFailureCounts({ windowMs });
+  const counts = dialect === 'postgresql' ? new PostgresFailureCounts(orm.em, windowMs) : new MemoryFailureCounts({ windowMs });
   return new AuthBrake(counts, options.limit, log);
 }

@@ -1,19 +1,20 @@
 import { MikroORM, type Options } from '@mikro-orm/core';
 import { Migrator } from '@mikro-orm/migrations';
-import { SqliteDriver, type SqlEntityManager } from '@mikro-orm/sql';
+import { SqliteDriver, type AbstractSqlDriver, type SqlEntityManager } from '@mikro-orm/sql';
 import { entities } from './entities.ts';
 import { migrations } from './migrations/index.ts';
 import { LoupePostgreSqlDriver, SelfClosingClient } from './postgres-driver.ts';
 import { LoupeSqliteDialect } from './sqlite-dialect.ts';
 
 export type Dialect = 'sqlite' | 'postgresql';
-export type Orm = MikroORM;
-/** The SQL entity manager every domain function takes (query builder included). */
+/** The ORM over either SQL driver: its entity managers are SQL ones (query builder, Kysely). */
+export type Orm = MikroORM<AbstractSqlDriver>;
+/** A MikroORM entity manager: a unit of work (identity map, flush), or its transaction. */
 export type Em = SqlEntityManager;
 
 /** A fresh unit of work for one request or command. */
-export function forkEm(orm: Orm): Em {
-  return orm.em.fork() as unknown as Em;
+export function unitOfWork(orm: Orm): Em {
+  return orm.em.fork();
 }
 
 export function dialectOf(databaseUrl: string): Dialect {
@@ -43,7 +44,7 @@ function postgresDriverOptions(timeouts: DatabaseTimeouts): Record<string, unkno
   };
 }
 
-function optionsFor(databaseUrl: string, poolSize: number, timeouts: DatabaseTimeouts): Options {
+function optionsFor(databaseUrl: string, poolSize: number, timeouts: DatabaseTimeouts): Partial<Options<AbstractSqlDriver>> {
   const common = {
     entities,
     extensions: [Migrator],
@@ -54,7 +55,7 @@ function optionsFor(databaseUrl: string, poolSize: number, timeouts: DatabaseTim
   } satisfies Partial<Options>;
   if (dialectOf(databaseUrl) === 'sqlite') {
     const path = databaseUrl.slice('sqlite:'.length);
-    return { ...common, driver: SqliteDriver, dbName: path, driverOptions: new LoupeSqliteDialect(path) } as unknown as Options;
+    return { ...common, driver: SqliteDriver, dbName: path, driverOptions: new LoupeSqliteDialect(path) };
   }
   return {
     ...common,
@@ -62,7 +63,7 @@ function optionsFor(databaseUrl: string, poolSize: number, timeouts: DatabaseTim
     clientUrl: databaseUrl,
     pool: { min: 0, max: poolSize },
     driverOptions: postgresDriverOptions(timeouts),
-  } as unknown as Options;
+  };
 }
 
 export type OpenOptions = { migrateNow?: boolean; timeouts?: DatabaseTimeouts };

@@ -9,20 +9,29 @@ import { BEGIN, LoupeSqliteDialect, type LoupeSqliteDatabase } from './sqlite-di
 // U+0000 break the statement. Kysely on the em follows the em's transaction.
 
 /**
- * What hand-written SQL runs on: an entity manager, or the transaction `sqlTransaction` hands its
- * work. Within a SQLite transaction the statements go straight to the held connection.
+ * What hand-written SQL runs on: an entity manager (the ORM's global one, or a unit of work's
+ * transaction), or the transaction `sqlTransaction` hands its work.
  */
 export type SqlScope = {
   getKysely(): Kysely<any>;
   getPlatform(): Platform;
-  readonly [HELD]?: LoupeSqliteDatabase;
+  /** Set inside a SQLite `sqlTransaction`: the connection it holds, which runs every statement directly. */
+  readonly heldSqlite?: LoupeSqliteDatabase;
 };
-const HELD = Symbol('loupe.sqlite.heldConnection');
 
-/** `?` placeholders, as written in this project's SQL, in the form the em's database takes. */
-function compile(em: SqlScope, sql: string, params: readonly unknown[]): CompiledQuery {
+/**
+ * `?` placeholders, as written in this project's SQL, in the form the scope's database takes. Every
+ * `?` in this project's SQL is a placeholder (no `?` in a literal, no jsonb `?` operator).
+ *
+ * Why strings with `?` and not Kysely's `sql` template, which numbers placeholders per dialect:
+ * the template builds and compiles a node tree for every statement. Measured on the progress
+ * path's item statement (node 24, this machine): SQLite 2.5–4.7 µs per statement against nothing
+ * (the text goes to the held connection as written), PostgreSQL 4.4–5.4 µs against 1.4–1.6 µs for
+ * this rewrite; with five statements per progress update that is 2–4 % of its CPU on SQLite.
+ */
+function compile(db: SqlScope, sql: string, params: readonly unknown[]): CompiledQuery {
   let text = sql;
-  if (onPostgres(em)) {
+  if (onPostgres(db)) {
     let n = 0;
     text = sql.replace(/\?/g, () => `$${++n}`);
   }
@@ -30,33 +39,37 @@ function compile(em: SqlScope, sql: string, params: readonly unknown[]): Compile
 }
 
 /** Runs a query and returns its rows. */
-export async function sqlRows<T = Record<string, unknown>>(em: SqlScope, sql: string, params: readonly unknown[] = []): Promise<T[]> {
-  const held = em[HELD];
+export async function sqlRows<T = Record<string, unknown>>(db: SqlScope, sql: string, params: readonly unknown[] = []): Promise<T[]> {
+  const held = db.heldSqlite;
   if (held) return held.prepare(sql).all(params) as T[];
-  const result = await em.getKysely().executeQuery(compile(em, sql, params));
+  const result = await db.getKysely().executeQuery(compile(db, sql, params));
   return result.rows as T[];
 }
 
 /** Runs a write and returns how many rows it changed. */
-export async function sqlRun(em: SqlScope, sql: string, params: readonly unknown[] = []): Promise<number> {
-  const held = em[HELD];
+export async function sqlRun(db: SqlScope, sql: string, params: readonly unknown[] = []): Promise<number> {
+  const held = db.heldSqlite;
   if (held) return Number(held.prepare(sql).run(params).changes);
-  const result = await em.getKysely().executeQuery(compile(em, sql, params));
+  const result = await db.getKysely().executeQuery(compile(db, sql, params));
   return Number(result.numAffectedRows ?? 0n);
 }
 
 // Raw SQL returns dates and JSON as each driver stores them: SQLite gives epoch milliseconds and
 // JSON text, PostgreSQL gives Date objects and parsed jsonb. These helpers make both look alike.
 
-/** A date as a query parameter for the em's database. */
-export function sqlDate(em: SqlScope, date: Date): unknown {
-  return em.getPlatform().processDateProperty(date);
+/** A date as a query parameter for the scope's database. */
+export function sqlDate(db: SqlScope, date: Date): unknown {
+  return db.getPlatform().processDateProperty(date);
+}
+
+export function dateFromSql(value: unknown): Date {
+  if (value instanceof Date) return value;
+  if (typeof value === 'number' || typeof value === 'bigint') return new Date(Number(value));
+  return new Date(String(value));
 }
 
 export function isoFromSql(value: unknown): string {
-  if (value instanceof Date) return value.toISOString();
-  if (typeof value === 'number' || typeof value === 'bigint') return new Date(Number(value)).toISOString();
-  return new Date(String(value)).toISOString();
+  return dateFromSql(value).toISOString();
 }
 
 export function isoOrNullFromSql(value: unknown): string | null {
@@ -72,14 +85,46 @@ export function placeholders(count: number): string {
   return Array.from({ length: count }, () => '?').join(', ');
 }
 
-/** Whether the em talks to PostgreSQL (row and advisory locks) rather than SQLite. */
-export function onPostgres(em: SqlScope): boolean {
-  return !(em.getPlatform() instanceof SqlitePlatform);
+/** The conditions of a query's filter, each with its parameters, joined by `and`. */
+export class Conditions {
+  readonly #conditions: string[] = [];
+  readonly params: unknown[] = [];
+
+  add(condition: string, ...params: unknown[]): void {
+    this.#conditions.push(condition);
+    this.params.push(...params);
+  }
+
+  /** `column in (…)` when values are given; an empty list matches nothing. */
+  inList(column: string, values: readonly unknown[] | undefined): void {
+    if (values === undefined) return;
+    if (!values.length) this.add('1 = 0');
+    else this.add(`${column} in (${placeholders(values.length)})`, ...values);
+  }
+
+  /** `column = ?` when a value is given. */
+  equals(column: string, value: unknown): void {
+    if (value !== undefined) this.add(`${column} = ?`, value);
+  }
+
+  get count(): number {
+    return this.#conditions.length;
+  }
+
+  /** The conditions joined by `and` (there is at least one). */
+  get sql(): string {
+    return this.#conditions.join(' and ');
+  }
+}
+
+/** Whether the scope talks to PostgreSQL (row and advisory locks) rather than SQLite. */
+export function onPostgres(db: SqlScope): boolean {
+  return !(db.getPlatform() instanceof SqlitePlatform);
 }
 
 /** Row locks exist on PostgreSQL; SQLite serialises transactions on its one connection instead. */
-export function lockClause(em: SqlScope, clause: string): string {
-  return onPostgres(em) ? ` ${clause}` : '';
+export function lockClause(db: SqlScope, clause: string): string {
+  return onPostgres(db) ? ` ${clause}` : '';
 }
 
 /**
@@ -92,15 +137,15 @@ export function lockClause(em: SqlScope, clause: string): string {
  * request 1,262 → 1,035 µs with this and the statement wrappers made once); it begins immediate,
  * as every transaction of the dialect does. Does not nest.
  */
-export async function sqlTransaction<T>(em: SqlScope, work: (tx: SqlScope) => Promise<T>): Promise<T> {
-  if (em[HELD]) throw new Error('sqlTransaction does not nest: the held connection is already in a transaction');
-  const platform = em.getPlatform();
+export async function sqlTransaction<T>(db: SqlScope, work: (tx: SqlScope) => Promise<T>): Promise<T> {
+  if (db.heldSqlite) throw new Error('sqlTransaction does not nest: the held connection is already in a transaction');
+  const platform = db.getPlatform();
   const sqlite = platform instanceof SqlitePlatform ? heldDatabase(platform) : undefined;
-  if (!sqlite) return em.getKysely().transaction().execute((trx) => work({ getKysely: () => trx, getPlatform: () => platform }));
-  return em.getKysely().connection().execute(async (connection) => {
+  if (!sqlite) return db.getKysely().transaction().execute((trx) => work({ getKysely: () => trx, getPlatform: () => platform }));
+  return db.getKysely().connection().execute(async (connection) => {
     sqlite.prepare(BEGIN).run([]);
     try {
-      const result = await work({ getKysely: () => connection, getPlatform: () => platform, [HELD]: sqlite });
+      const result = await work({ getKysely: () => connection, getPlatform: () => platform, heldSqlite: sqlite });
       sqlite.prepare('commit').run([]);
       return result;
     } catch (error) {

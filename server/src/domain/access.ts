@@ -1,5 +1,4 @@
-import type { Em } from '../db/orm.ts';
-import { sqlDate, sqlRun } from '../db/sql.ts';
+import { sqlDate, sqlRun, type SqlScope } from '../db/sql.ts';
 import { splitProjectId } from '@loupe/shared';
 import type { AuthUser } from '../auth/authenticate.ts';
 import { forbidden } from './errors.ts';
@@ -17,12 +16,12 @@ export function requireProjectAccess(user: AuthUser, projectId: string, access: 
 }
 
 /** Projects come into being on their first write. */
-export async function ensureProject(em: Em, projectId: string): Promise<void> {
+export async function ensureProject(db: SqlScope, projectId: string): Promise<void> {
   const { entity, project } = splitProjectId(projectId);
-  await sqlRun(em, 'insert into projects (id, entity, name, created_at) values (?, ?, ?, ?) on conflict (id) do nothing', [
+  await sqlRun(db, 'insert into projects (id, entity, name, created_at) values (?, ?, ?, ?) on conflict (id) do nothing', [
     projectId,
     entity,
     project,
-    sqlDate(em, new Date()),
+    sqlDate(db, new Date()),
   ]);
 }

@@ -3,7 +3,7 @@ import type { AnnotationQueue, AnnotationQueueCreateReq, AnnotationQueueQueryReq
 import type { AuthUser } from '../auth/authenticate.ts';
 import { AnnotationQueueRecord } from '../db/entities.ts';
 import type { Em } from '../db/orm.ts';
-import { onPostgres, sqlRows, type SqlScope } from '../db/sql.ts';
+import { dateFromSql, jsonFromSql, onPostgres, placeholders, sqlDate, sqlRows, sqlRun, sqlTransaction, type SqlScope } from '../db/sql.ts';
 import { ensureProject, requireProjectAccess } from './access.ts';
 import { resolveSpecRef } from './annotation-specs.ts';
 import { notFound } from './errors.ts';
@@ -31,11 +31,56 @@ export function toQueueDto(row: QueueRow): AnnotationQueue {
   };
 }
 
-/** The queue named in a path: it must exist in that project and not be deleted (else 404). */
-export async function liveQueue(em: Em, projectId: string, queueId: string): Promise<QueueRow> {
-  const row = await em.findOne(AnnotationQueueRecord, { id: queueId, projectId, deletedAt: null });
-  if (!row) throw notFound(`Annotation queue "${queueId}" does not exist in project ${projectId}.`);
-  return row;
+type QueueSqlRow = {
+  id: string;
+  project_id: string;
+  name: string;
+  description: string | null;
+  scorer_refs: unknown;
+  annotations_per_item: number | string;
+  lease_seconds: number | string;
+  created_at: unknown;
+  created_by: string;
+  updated_at: unknown;
+};
+
+/**
+ * The live queues of a project with these ids, in the order asked: each must exist in that
+ * project and not be deleted, else 404 (for the first one that does not). The one check of a
+ * named queue, for the ORM's jobs and the SQL ones alike.
+ */
+export async function liveQueues(db: SqlScope, projectId: string, queueIds: readonly string[]): Promise<QueueRow[]> {
+  if (!queueIds.length) return [];
+  const rows = await sqlRows<QueueSqlRow>(
+    db,
+    `select id, project_id, name, description, scorer_refs, annotations_per_item, lease_seconds, created_at, created_by, updated_at
+       from annotation_queues where id in (${placeholders(queueIds.length)}) and project_id = ? and deleted_at is null`,
+    [...queueIds, projectId],
+  );
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  return queueIds.map((id) => {
+    const row = byId.get(id);
+    if (!row) throw notFound(`Annotation queue "${id}" does not exist in project ${projectId}.`);
+    return {
+      id: row.id,
+      projectId: row.project_id,
+      name: row.name,
+      description: row.description,
+      scorerRefs: jsonFromSql<string[]>(row.scorer_refs),
+      annotationsPerItem: Number(row.annotations_per_item),
+      leaseSeconds: Number(row.lease_seconds),
+      createdAt: dateFromSql(row.created_at),
+      createdBy: row.created_by,
+      updatedAt: dateFromSql(row.updated_at),
+      deletedAt: null,
+    };
+  });
+}
+
+/** The live queue named in a path (see liveQueues). */
+export async function liveQueue(db: SqlScope, projectId: string, queueId: string): Promise<QueueRow> {
+  const [queue] = await liveQueues(db, projectId, [queueId]);
+  return queue!;
 }
 
 // Writes into a queue against its deletion. On PostgreSQL every transaction that writes into a
@@ -54,30 +99,16 @@ const queueLockKey = (queueId: string) => `queue ${queueId}`;
  * with its parameter; nothing on SQLite. The check that the queue is live must come in a later
  * statement: this one's snapshot may predate a delete it waited for.
  */
-export function queueWriteLockTerm(em: SqlScope, queueId: string): { sql: string; params: unknown[] } {
-  return onPostgres(em) ? { sql: ', pg_advisory_xact_lock_shared(hashtextextended(?, 0))', params: [queueLockKey(queueId)] } : { sql: '', params: [] };
+export function queueWriteLockTerm(db: SqlScope, queueId: string): { sql: string; params: unknown[] } {
+  return onPostgres(db) ? { sql: ', pg_advisory_xact_lock_shared(hashtextextended(?, 0))', params: [queueLockKey(queueId)] } : { sql: '', params: [] };
 }
 
 /** Takes the locks of several queues shared (PostgreSQL), in one order for every writer. */
-export async function lockQueuesForWrite(em: SqlScope, queueIds: Iterable<string>): Promise<void> {
-  if (!onPostgres(em)) return;
+export async function lockQueuesForWrite(db: SqlScope, queueIds: Iterable<string>): Promise<void> {
+  if (!onPostgres(db)) return;
   const keys = [...new Set(queueIds)].sort().map(queueLockKey);
   if (!keys.length) return;
-  await sqlRows(em, 'select count(pg_advisory_xact_lock_shared(hashtextextended(k, 0))) as n from unnest(?::text[]) as k', [keys]);
-}
-
-/**
- * What claiming needs of a live queue, read with one bound statement (the hot path skips the
- * entity manager's unit of work); 404 like liveQueue.
- */
-export async function queueSettings(em: SqlScope, projectId: string, queueId: string): Promise<{ annotationsPerItem: number; leaseSeconds: number }> {
-  const [row] = await sqlRows<{ annotations_per_item: number; lease_seconds: number }>(
-    em,
-    'select annotations_per_item, lease_seconds from annotation_queues where id = ? and project_id = ? and deleted_at is null',
-    [queueId, projectId],
-  );
-  if (!row) throw notFound(`Annotation queue "${queueId}" does not exist in project ${projectId}.`);
-  return { annotationsPerItem: Number(row.annotations_per_item), leaseSeconds: Number(row.lease_seconds) };
+  await sqlRows(db, 'select count(pg_advisory_xact_lock_shared(hashtextextended(k, 0))) as n from unnest(?::text[]) as k', [keys]);
 }
 
 async function checkScorerRefs(em: Em, projectId: string, refs: readonly string[]): Promise<void> {
@@ -124,36 +155,36 @@ export async function queryQueues(em: Em, user: AuthUser, req: AnnotationQueueQu
   return (await qb.getResultList()).map(toQueueDto);
 }
 
-export async function readQueue(em: Em, user: AuthUser, projectId: string, queueId: string): Promise<AnnotationQueue> {
+export async function readQueue(db: SqlScope, user: AuthUser, projectId: string, queueId: string): Promise<AnnotationQueue> {
   requireProjectAccess(user, projectId, 'read');
-  return toQueueDto(await liveQueue(em, projectId, queueId));
+  return toQueueDto(await liveQueue(db, projectId, queueId));
 }
 
 export async function updateQueue(em: Em, user: AuthUser, req: AnnotationQueueUpdateReq): Promise<AnnotationQueue> {
   requireProjectAccess(user, req.project_id, 'write');
   const row = await liveQueue(em, req.project_id, req.queue_id);
   if (req.scorer_refs) await checkScorerRefs(em, req.project_id, req.scorer_refs);
-  if (req.name !== undefined) row.name = req.name;
-  if (req.description !== undefined) row.description = req.description;
-  if (req.scorer_refs !== undefined) row.scorerRefs = req.scorer_refs;
-  if (req.annotations_per_item !== undefined) row.annotationsPerItem = req.annotations_per_item;
-  if (req.lease_seconds !== undefined) row.leaseSeconds = req.lease_seconds;
-  row.updatedAt = new Date();
-  await em.flush();
-  return toQueueDto(row);
+  const changes: Partial<QueueRow> = { updatedAt: new Date() };
+  if (req.name !== undefined) changes.name = req.name;
+  if (req.description !== undefined) changes.description = req.description;
+  if (req.scorer_refs !== undefined) changes.scorerRefs = req.scorer_refs;
+  if (req.annotations_per_item !== undefined) changes.annotationsPerItem = req.annotations_per_item;
+  if (req.lease_seconds !== undefined) changes.leaseSeconds = req.lease_seconds;
+  await em.nativeUpdate(AnnotationQueueRecord, { id: row.id }, changes);
+  return toQueueDto({ ...row, ...changes });
 }
 
 /**
  * Soft delete: the queue and its items answer 404 from now on. Waits for the writes into the
  * queue that are under way (see queueWriteLockTerm).
  */
-export async function deleteQueue(em: Em, user: AuthUser, projectId: string, queueId: string): Promise<AnnotationQueue> {
+export async function deleteQueue(db: SqlScope, user: AuthUser, projectId: string, queueId: string): Promise<AnnotationQueue> {
   requireProjectAccess(user, projectId, 'write');
-  return em.transactional(async (tx) => {
+  return sqlTransaction(db, async (tx) => {
     if (onPostgres(tx)) await sqlRows(tx, 'select pg_advisory_xact_lock(hashtextextended(?, 0))', [queueLockKey(queueId)]);
     const row = await liveQueue(tx, projectId, queueId);
-    row.deletedAt = new Date();
-    row.updatedAt = row.deletedAt;
-    return toQueueDto(row);
+    const now = new Date();
+    await sqlRun(tx, 'update annotation_queues set deleted_at = ?, updated_at = ? where id = ?', [sqlDate(tx, now), sqlDate(tx, now), queueId]);
+    return toQueueDto({ ...row, deletedAt: now, updatedAt: now });
   });
 }

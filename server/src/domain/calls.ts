@@ -5,7 +5,7 @@ import type { AuthUser } from '../auth/authenticate.ts';
 import { Call } from '../db/entities.ts';
 import { ensureProject, requireProjectAccess } from './access.ts';
 import { conflict, invalid, notFound } from './errors.ts';
-import { contentHash, firstPositions } from './idempotency.ts';
+import { contentHash, firstPositions, insertThenCompare } from './idempotency.ts';
 import type { Page } from './paging.ts';
 import { newId } from './ids.ts';
 
@@ -49,45 +49,54 @@ export async function createCalls(em: Em, user: AuthUser, batch: readonly CallCr
     invalid(`batch[${index}]: call id "${keyed[index]!.id}" repeats batch[${first}] with different content.`),
   );
   const now = new Date();
-  const rows = keyed
+  const unique = keyed
     .filter((_, index) => positions[index] === index)
-    .map(({ id, hash, call }) => ({
-      projectId: call.project_id,
-      id,
-      traceId: call.trace_id ?? newId(),
-      opName: call.op_name,
-      startedAt: new Date(call.started_at),
-      endedAt: call.ended_at ? new Date(call.ended_at) : null,
-      inputs: call.inputs ?? null,
-      output: call.output ?? null,
-      attributes: call.attributes ?? null,
-      exception: call.exception ?? null,
-      requestHash: hash,
-      createdAt: now,
-      createdBy: user.id,
-    }));
+    .map((element) => ({ ...element, row: callRow(element.id, element.hash, element.call, user, now) }));
 
   await em.transactional(async (tx) => {
-    for (const projectId of new Set(rows.map((row) => row.projectId))) await ensureProject(tx, projectId);
-    for (let i = 0; i < rows.length; i += IN_CHUNK) {
-      // A row that already exists (a retry, or a concurrent request with the same id) is left
-      // alone here and judged by its hash below.
-      await tx.createQueryBuilder(Call).insert(rows.slice(i, i + IN_CHUNK)).onConflict(['projectId', 'id']).ignore().execute();
-    }
-    const hashOf = new Map(keyed.map((k) => [k.key, k.hash]));
-    for (const [projectId, ids] of groupIds(rows)) {
-      for (let i = 0; i < ids.length; i += IN_CHUNK) {
-        const stored = await tx.find(Call, { projectId, id: { $in: ids.slice(i, i + IN_CHUNK) } }, { fields: ['id', 'requestHash'] });
-        for (const row of stored) {
-          if (row.requestHash !== hashOf.get(`${projectId}\u0000${row.id}`)) {
-            const index = keyed.findIndex((k) => k.key === `${projectId}\u0000${row.id}`);
-            throw conflict(`batch[${index}]: call id "${row.id}" already exists in ${projectId} with different content.`);
-          }
+    for (const projectId of new Set(unique.map(({ call }) => call.project_id))) await ensureProject(tx, projectId);
+    await insertThenCompare(unique, IN_CHUNK, {
+      async insert(chunk) {
+        const inserted = await tx
+          .createQueryBuilder(Call)
+          .insert(chunk.map(({ row }) => row))
+          .onConflict(['projectId', 'id'])
+          .ignore()
+          .returning(['projectId', 'id'])
+          .execute<{ projectId: string; id: string }[]>('all');
+        return new Set(inserted.map((row) => `${row.projectId}\u0000${row.id}`));
+      },
+      async readStored(chunk) {
+        const stored = new Map<string, { hash: string }>();
+        for (const [projectId, ids] of groupIds(chunk.map(({ row }) => row))) {
+          const rows = await tx.find(Call, { projectId, id: { $in: ids } }, { fields: ['id', 'requestHash'] });
+          for (const row of rows) stored.set(`${projectId}\u0000${row.id}`, { hash: row.requestHash });
         }
-      }
-    }
+        return stored;
+      },
+      conflict: (element) =>
+        conflict(`batch[${keyed.findIndex((k) => k.key === element.key)}]: call id "${element.id}" already exists in ${element.call.project_id} with different content.`),
+    });
   });
   return keyed.map(({ id }) => ({ id }));
+}
+
+function callRow(id: string, hash: string, call: CallCreateReq, user: AuthUser, now: Date): CallRow {
+  return {
+    projectId: call.project_id,
+    id,
+    traceId: call.trace_id ?? newId(),
+    opName: call.op_name,
+    startedAt: new Date(call.started_at),
+    endedAt: call.ended_at ? new Date(call.ended_at) : null,
+    inputs: call.inputs ?? null,
+    output: call.output ?? null,
+    attributes: call.attributes ?? null,
+    exception: call.exception ?? null,
+    requestHash: hash,
+    createdAt: now,
+    createdBy: user.id,
+  };
 }
 
 function groupIds(rows: readonly { projectId: string; id: string }[]): Map<string, string[]> {

@@ -4,7 +4,7 @@ import type { AuthUser } from '../auth/authenticate.ts';
 import { lockClause, onPostgres, sqlDate, sqlRows, sqlTransaction, type SqlScope } from '../db/sql.ts';
 import { isTransactionConflict } from '../db/unavailable.ts';
 import { requireProjectAccess } from './access.ts';
-import { queueSettings, queueWriteLockTerm } from './annotation-queues.ts';
+import { liveQueue, queueWriteLockTerm } from './annotation-queues.ts';
 import { recordProgress } from './progress.ts';
 import { ITEM_COLUMNS, toItemDto, type ItemRow } from './queue-items.ts';
 
@@ -22,11 +22,11 @@ const CONFLICT_ATTEMPTS = 4;
  * after the lock is held: every writer of an item's progress holds that item's lock until it
  * commits, so the recount sees all of them. On SQLite the one connection serialises claims.
  */
-export async function claimItem(em: SqlScope, user: AuthUser, projectId: string, queueId: string): Promise<AnnotationQueueItem | null> {
+export async function claimItem(db: SqlScope, user: AuthUser, projectId: string, queueId: string): Promise<AnnotationQueueItem | null> {
   requireProjectAccess(user, projectId, 'write');
   for (let attempt = 1; ; attempt++) {
     try {
-      return await claimOnce(em, user, projectId, queueId);
+      return await claimOnce(db, user, projectId, queueId);
     } catch (error) {
       // The transaction was rolled back whole; the claim starts again from the top. A short wait
       // of varying length keeps the same claims from meeting again at once.
@@ -36,8 +36,8 @@ export async function claimItem(em: SqlScope, user: AuthUser, projectId: string,
   }
 }
 
-async function claimOnce(em: SqlScope, user: AuthUser, projectId: string, queueId: string): Promise<AnnotationQueueItem | null> {
-  return sqlTransaction(em, async (tx) => {
+async function claimOnce(db: SqlScope, user: AuthUser, projectId: string, queueId: string): Promise<AnnotationQueueItem | null> {
+  return sqlTransaction(db, async (tx) => {
     // PostgreSQL: the queue's lock shared (a delete waits for this claim; see annotation-queues.ts),
     // and one claim at a time per (queue, annotator), so that a second concurrent claim of the same
     // annotator finds the first one's item below instead of taking another.
@@ -46,7 +46,7 @@ async function claimOnce(em: SqlScope, user: AuthUser, projectId: string, queueI
       await sqlRows(tx, `select pg_advisory_xact_lock(hashtextextended(?, 0))${queueLock.sql}`, [`claim ${queueId} ${user.id}`, ...queueLock.params]);
     }
     // Read after the locks: a queue deleted meanwhile is a 404.
-    const queue = await queueSettings(tx, projectId, queueId);
+    const queue = await liveQueue(tx, projectId, queueId);
     const now = new Date();
     const at = sqlDate(tx, now);
     const [own] = await sqlRows<ItemRow>(tx,

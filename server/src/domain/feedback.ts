@@ -3,12 +3,12 @@ import type { ValidateFunction } from 'ajv';
 import type { AuthUser } from '../auth/authenticate.ts';
 import { AnnotationQueueRecord, AnnotationSpecRecord } from '../db/entities.ts';
 import type { Em } from '../db/orm.ts';
-import { isoFromSql, jsonFromSql, onPostgres, placeholders, sqlDate, sqlRows, sqlRun } from '../db/sql.ts';
+import { Conditions, isoFromSql, jsonFromSql, onPostgres, placeholders, sqlDate, sqlRows, sqlRun, sqlTransaction, type SqlScope } from '../db/sql.ts';
 import { ensureProject, requireProjectAccess } from './access.ts';
 import { conflict, DomainError, invalid, notFound } from './errors.ts';
 import { lockQueuesForWrite } from './annotation-queues.ts';
 import { checkFeedback, lookupsNeeded, noSuchQueue, type FeedbackLookups } from './feedback-rules.ts';
-import { contentHash, firstPositions } from './idempotency.ts';
+import { contentHash, firstPositions, insertThenCompare } from './idempotency.ts';
 import { compileFieldSchema } from './json-schema.ts';
 import type { Page } from './paging.ts';
 import { newId } from './ids.ts';
@@ -134,7 +134,7 @@ function rowFields(p: Prepared): Record<keyof typeof ROW_COLUMN_TYPES, unknown> 
   };
 }
 
-const ON_CONFLICT = 'on conflict (project_id, id) do nothing returning id';
+const ON_CONFLICT = 'on conflict (project_id, id) do nothing returning project_id, id';
 
 /**
  * PostgreSQL reads a chunk as one JSON document of the rows' own columns (jsonb_to_recordset), with
@@ -186,54 +186,45 @@ async function recheckQueues(tx: Em, prepared: readonly Prepared[], where: Where
 type StoredResult = { id: string; project_id: string; request_hash: string; created_at: unknown; svc_user_id: string; payload: unknown };
 
 /**
- * Stores a validated batch in one transaction. Rows whose id already exists are left alone by the
- * insert and compared by content hash afterwards: equal is a retry (the stored result is
- * returned), different is a 409 that rolls the whole batch back.
+ * Stores a validated batch in one transaction, idempotent by id (see insertThenCompare): a retry
+ * answers the stored result, different content is a 409 that rolls the whole batch back.
  */
 async function store(em: Em, user: AuthUser, prepared: readonly Prepared[], now: Date, where: Where): Promise<FeedbackCreateRes[]> {
   const positions = firstPositions(prepared, (index, first) =>
     invalid(`${where(index)}id "${prepared[index]!.id}" repeats batch[${first}] with different content.`),
   );
   const unique = prepared.filter((_, index) => positions[index] === index);
-  const createdAt = now.toISOString();
-  const stored = new Map<string, FeedbackCreateRes>();
-  await em.transactional(async (tx) => {
+  const retries = await em.transactional(async (tx) => {
     await recheckQueues(tx, prepared, where);
     for (const projectId of new Set(unique.map((p) => p.projectId))) await ensureProject(tx, projectId);
     const at = sqlDate(tx, now);
-    const existing: Prepared[] = [];
-    for (let i = 0; i < unique.length; i += CHUNK) {
-      const chunk = unique.slice(i, i + CHUNK);
-      const inserted = await sqlRows<{ id: string }>(tx, ...insertStatement(tx, chunk, user.id, at));
-      const insertedIds = new Set(inserted.map((row) => row.id));
-      for (const p of chunk) {
-        if (insertedIds.has(p.id)) stored.set(p.key, { id: p.id, created_at: createdAt, svc_user_id: user.id, payload: p.payload });
-        else existing.push(p);
-      }
-    }
-    for (let i = 0; i < existing.length; i += CHUNK) {
-      const chunk = existing.slice(i, i + CHUNK);
-      const rows = await sqlRows<StoredResult>(tx, 
-        `select id, project_id, request_hash, created_at, svc_user_id, payload from feedback
-          where ${chunk.map(() => '(project_id = ? and id = ?)').join(' or ')}`,
-        chunk.flatMap((p) => [p.projectId, p.id]),
-      );
-      const byKey = new Map(rows.map((row) => [`${row.project_id}\u0000${row.id}`, row]));
-      for (const p of chunk) {
-        const row = byKey.get(p.key)!;
-        if (row.request_hash !== p.hash) {
-          throw conflict(`${where(prepared.indexOf(p))}id "${p.id}" already exists in ${p.projectId} with different content.`);
-        }
-        stored.set(p.key, {
-          id: row.id,
-          created_at: isoFromSql(row.created_at),
-          svc_user_id: row.svc_user_id,
-          payload: jsonFromSql<Record<string, unknown>>(row.payload),
-        });
-      }
-    }
+    return insertThenCompare(unique, CHUNK, {
+      async insert(chunk) {
+        const inserted = await sqlRows<{ id: string; project_id: string }>(tx, ...insertStatement(tx, chunk, user.id, at));
+        return new Set(inserted.map((row) => `${row.project_id}\u0000${row.id}`));
+      },
+      async readStored(chunk) {
+        const rows = await sqlRows<StoredResult>(tx,
+          `select id, project_id, request_hash, created_at, svc_user_id, payload from feedback
+            where ${chunk.map(() => '(project_id = ? and id = ?)').join(' or ')}`,
+          chunk.flatMap((p) => [p.projectId, p.id]),
+        );
+        return new Map(rows.map((row) => [`${row.project_id}\u0000${row.id}`, { ...row, hash: row.request_hash }]));
+      },
+      conflict: (p) => conflict(`${where(prepared.indexOf(p))}id "${p.id}" already exists in ${p.projectId} with different content.`),
+    });
   });
-  return prepared.map((p) => stored.get(p.key)!);
+  const createdAt = now.toISOString();
+  return prepared.map((p): FeedbackCreateRes => {
+    const row = retries.get(p.key);
+    if (!row) return { id: p.id, created_at: createdAt, svc_user_id: user.id, payload: p.payload };
+    return {
+      id: row.id,
+      created_at: isoFromSql(row.created_at),
+      svc_user_id: row.svc_user_id,
+      payload: jsonFromSql<Record<string, unknown>>(row.payload),
+    };
+  });
 }
 
 /** `POST /feedback/batch/create`: all or nothing, idempotent by id (contract 4.2). */
@@ -271,12 +262,12 @@ export async function replaceFeedback(
   });
 }
 
-export async function purgeFeedback(em: Em, user: AuthUser, projectId: string, ids: readonly string[]): Promise<number> {
+export async function purgeFeedback(db: SqlScope, user: AuthUser, projectId: string, ids: readonly string[]): Promise<number> {
   requireProjectAccess(user, projectId, 'write');
   // Ids are stored in lower case (they are UUIDs), so they are matched in lower case.
   const unique = [...new Set(ids.map((id) => id.toLowerCase()))];
   let deleted = 0;
-  await em.transactional(async (tx) => {
+  await sqlTransaction(db, async (tx) => {
     for (let i = 0; i < unique.length; i += CHUNK) {
       const chunk = unique.slice(i, i + CHUNK);
       deleted += await sqlRun(tx, `delete from feedback where project_id = ? and id in (${placeholders(chunk.length)})`, [projectId, ...chunk]);
@@ -287,45 +278,28 @@ export async function purgeFeedback(em: Em, user: AuthUser, projectId: string, i
 
 const SORT_COLUMNS = { created_at: 'created_at', feedback_type: 'feedback_type', creator: 'creator' } as const;
 
-export async function queryFeedback(em: Em, user: AuthUser, req: FeedbackQueryReq, page: Page): Promise<Feedback[]> {
+export async function queryFeedback(db: SqlScope, user: AuthUser, req: FeedbackQueryReq, page: Page): Promise<Feedback[]> {
   requireProjectAccess(user, req.project_id, 'read');
-  const conditions = ['project_id = ?'];
-  const params: unknown[] = [req.project_id];
+  const where = new Conditions();
+  where.add('project_id = ?', req.project_id);
   const f = req.filter ?? {};
-  const inList = (column: string, values: readonly string[] | undefined) => {
-    if (values === undefined) return;
-    if (!values.length) return void conditions.push('1 = 0');
-    conditions.push(`${column} in (${placeholders(values.length)})`);
-    params.push(...values);
-  };
-  const equals = (column: string, value: string | undefined) => {
-    if (value === undefined) return;
-    conditions.push(`${column} = ?`);
-    params.push(value);
-  };
-  inList('id', f.ids?.map((id) => id.toLowerCase()));
-  inList('svc_ref', f.svc_refs);
-  inList('feedback_type', f.feedback_types);
-  equals('queue_id', f.queue_id);
-  equals('call_ref', f.call_ref);
-  equals('creator', f.creator);
-  equals('svc_user_id', f.svc_user_id);
-  if (f.created_after) {
-    conditions.push('created_at >= ?');
-    params.push(sqlDate(em, new Date(f.created_after)));
-  }
-  if (f.created_before) {
-    conditions.push('created_at < ?');
-    params.push(sqlDate(em, new Date(f.created_before)));
-  }
+  where.inList('id', f.ids?.map((id) => id.toLowerCase()));
+  where.inList('svc_ref', f.svc_refs);
+  where.inList('feedback_type', f.feedback_types);
+  where.equals('queue_id', f.queue_id);
+  where.equals('call_ref', f.call_ref);
+  where.equals('creator', f.creator);
+  where.equals('svc_user_id', f.svc_user_id);
+  if (f.created_after) where.add('created_at >= ?', sqlDate(db, new Date(f.created_after)));
+  if (f.created_before) where.add('created_at < ?', sqlDate(db, new Date(f.created_before)));
   // creator may be null: nulls sort as the largest value on both databases (last ascending, first
   // descending, PostgreSQL's default). Only there, so the other keys keep their index order on SQLite.
   const nulls = (s: { field: string; direction: string }) => (s.field === 'creator' ? ` nulls ${s.direction === 'asc' ? 'last' : 'first'}` : '');
   const order = [...(req.sort_by ?? [{ field: 'created_at', direction: 'asc' } as const]).map((s) => `${SORT_COLUMNS[s.field]} ${s.direction}${nulls(s)}`), 'id asc'];
-  const rows = await sqlRows<Record<string, unknown>>(em, 
+  const rows = await sqlRows<Record<string, unknown>>(db,
     `select ${COLUMNS.filter((c) => c !== 'request_hash').join(', ')} from feedback
-      where ${conditions.join(' and ')} order by ${order.join(', ')} limit ? offset ?`,
-    [...params, page.limit, page.offset],
+      where ${where.sql} order by ${order.join(', ')} limit ? offset ?`,
+    [...where.params, page.limit, page.offset],
   );
   return rows.map((row) => ({
     id: row.id as string,

@@ -12,7 +12,7 @@ import { decideTransition } from './transitions.ts';
  * item's row lock (PostgreSQL) or the one SQLite connection, so writers of one item are serial.
  */
 export async function recordProgress(
-  em: SqlScope,
+  db: SqlScope,
   item: { id: string; queue_id: string },
   annotatorId: string,
   state: ProgressState,
@@ -20,26 +20,26 @@ export async function recordProgress(
   leaseSeconds: number,
   now = new Date(),
 ): Promise<boolean> {
-  const at = sqlDate(em, now);
+  const at = sqlDate(db, now);
   // in_progress holds a lease (it counts against annotations_per_item until it expires).
-  const lease = state === 'in_progress' ? sqlDate(em, new Date(now.getTime() + leaseSeconds * 1000)) : null;
+  const lease = state === 'in_progress' ? sqlDate(db, new Date(now.getTime() + leaseSeconds * 1000)) : null;
   if (action === 'insert') {
     await sqlRun(
-      em,
+      db,
       `insert into annotation_item_progress (item_id, annotator_user_id, queue_id, state, lease_expires_at, created_at, updated_at)
        values (?, ?, ?, ?, ?, ?, ?)`,
       [item.id, annotatorId, item.queue_id, state, lease, at, at],
     );
   } else {
     await sqlRun(
-      em,
+      db,
       'update annotation_item_progress set state = ?, lease_expires_at = ?, updated_at = ? where item_id = ? and annotator_user_id = ?',
       [state, lease, at, item.id, annotatorId],
     );
   }
   // The shown state is the most recently updated record's; the item's own updated_at stays.
   const shown = await sqlRun(
-    em,
+    db,
     `update annotation_queue_items set state = ?, state_annotator_user_id = ?, state_updated_at = ?
       where id = ? and (state_updated_at is null or state_updated_at <= ?)`,
     [state, annotatorId, at, item.id, at],
@@ -48,9 +48,9 @@ export async function recordProgress(
 }
 
 /** The interface document's progress operation (contract 4.1). */
-export async function updateProgress(em: SqlScope, user: AuthUser, req: AnnotationQueueItemProgressReq): Promise<AnnotationQueueItem> {
+export async function updateProgress(db: SqlScope, user: AuthUser, req: AnnotationQueueItemProgressReq): Promise<AnnotationQueueItem> {
   requireProjectAccess(user, req.project_id, 'write');
-  return sqlTransaction(em, async (tx) => {
+  return sqlTransaction(db, async (tx) => {
     const item = await liveItem(tx, req.project_id, req.queue_id, req.item_id, true);
     // With the item's lock and the queue's held: this caller's record, and whether the queue is
     // still live (a delete that came meanwhile is seen by this later statement).

@@ -1,9 +1,20 @@
 import type { AnnotationQueueItem, AnnotationQueueItemsAddReq, AnnotationQueueItemsQueryReq, ItemSort } from '@loupe/shared';
 import type { AuthUser } from '../auth/authenticate.ts';
-import type { Em } from '../db/orm.ts';
-import { isoFromSql, isoOrNullFromSql, jsonFromSql, lockClause, placeholders, sqlDate, sqlRows, sqlRun, type SqlScope } from '../db/sql.ts';
+import {
+  Conditions,
+  isoFromSql,
+  isoOrNullFromSql,
+  jsonFromSql,
+  lockClause,
+  placeholders,
+  sqlDate,
+  sqlRows,
+  sqlRun,
+  sqlTransaction,
+  type SqlScope,
+} from '../db/sql.ts';
 import { ensureProject, requireProjectAccess } from './access.ts';
-import { liveQueue, lockQueuesForWrite, queueSettings, queueWriteLockTerm } from './annotation-queues.ts';
+import { liveQueue, lockQueuesForWrite, queueWriteLockTerm } from './annotation-queues.ts';
 import { notFound, tooLarge } from './errors.ts';
 import type { Page } from './paging.ts';
 import { newId } from './ids.ts';
@@ -48,15 +59,15 @@ const itemNotFound = (projectId: string, queueId: string, itemId: string) =>
  * queueWriteLockTerm: the caller re-checks the queue in a later statement of its transaction).
  */
 export async function liveItem(
-  em: SqlScope,
+  db: SqlScope,
   projectId: string,
   queueId: string,
   itemId: string,
   forWrite = false,
 ): Promise<ItemRow & { lease_seconds: number }> {
-  const forUpdate = forWrite ? lockClause(em, 'for update of i') : '';
-  const queueLock = forWrite ? queueWriteLockTerm(em, queueId) : { sql: '', params: [] };
-  const rows = await sqlRows<ItemRow & { lease_seconds: number }>(em,
+  const forUpdate = forWrite ? lockClause(db, 'for update of i') : '';
+  const queueLock = forWrite ? queueWriteLockTerm(db, queueId) : { sql: '', params: [] };
+  const rows = await sqlRows<ItemRow & { lease_seconds: number }>(db,
     `select ${ITEM_COLUMNS}, q.lease_seconds${queueLock.sql} from annotation_queue_items i
        join annotation_queues q on q.id = i.queue_id
       where i.id = ? and i.queue_id = ? and i.project_id = ? and i.deleted_at is null and q.deleted_at is null${forUpdate}`,
@@ -75,12 +86,12 @@ export type AddItemsResult = { added_count: number; duplicates: string[]; missin
  * Adds calls to a queue. A call already live in the queue is a duplicate; the partial unique
  * index on (queue_id, call_id) keeps that true under concurrent adds.
  */
-export async function addItems(em: Em, user: AuthUser, req: AnnotationQueueItemsAddReq, maxCallIds: number): Promise<AddItemsResult> {
+export async function addItems(db: SqlScope, user: AuthUser, req: AnnotationQueueItemsAddReq, maxCallIds: number): Promise<AddItemsResult> {
   requireProjectAccess(user, req.project_id, 'write');
   if (req.call_ids.length > maxCallIds) {
     throw tooLarge(`call_ids holds ${req.call_ids.length} ids; at most ${maxCallIds} are accepted in one request. Split it.`);
   }
-  await liveQueue(em, req.project_id, req.queue_id);
+  await liveQueue(db, req.project_id, req.queue_id);
   // Every occurrence after an id's first is a repeat (one pass: the list may hold many thousands).
   const seen = new Set<string>();
   const repeated: string[] = [];
@@ -92,7 +103,7 @@ export async function addItems(em: Em, user: AuthUser, req: AnnotationQueueItems
   const calls = new Map<string, Record<string, unknown>>();
   for (let i = 0; i < unique.length; i += CHUNK) {
     const ids = unique.slice(i, i + CHUNK);
-    const rows = await sqlRows<Record<string, unknown>>(em, 
+    const rows = await sqlRows<Record<string, unknown>>(db,
       `select id, trace_id, op_name, started_at, ended_at from calls where project_id = ? and id in (${placeholders(ids.length)})`,
       [req.project_id, ...ids],
     );
@@ -100,13 +111,13 @@ export async function addItems(em: Em, user: AuthUser, req: AnnotationQueueItems
   }
   const missing = unique.filter((id) => !calls.has(id));
   const present = unique.filter((id) => calls.has(id));
-  const now = sqlDate(em, new Date());
+  const now = sqlDate(db, new Date());
   const displayFields = JSON.stringify(req.display_fields ?? []);
   const added = new Set<string>();
-  await em.transactional(async (tx) => {
+  await sqlTransaction(db, async (tx) => {
     // Checked again after the queue's write lock: a delete may have come since the check above.
     await lockQueuesForWrite(tx, [req.queue_id]);
-    await queueSettings(tx, req.project_id, req.queue_id);
+    await liveQueue(tx, req.project_id, req.queue_id);
     await ensureProject(tx, req.project_id);
     for (let i = 0; i < present.length; i += CHUNK) {
       const ids = present.slice(i, i + CHUNK);
@@ -116,7 +127,7 @@ export async function addItems(em: Em, user: AuthUser, req: AnnotationQueueItems
         values.push(newId(), req.project_id, req.queue_id, id, call.started_at, call.ended_at ?? null, call.op_name, call.trace_id);
         values.push(displayFields, user.id, now, user.id, now);
       }
-      const inserted = await sqlRows<{ call_id: string }>(tx, 
+      const inserted = await sqlRows<{ call_id: string }>(tx,
         `insert into annotation_queue_items (id, project_id, queue_id, call_id, call_started_at, call_ended_at, call_op_name,
            call_trace_id, display_fields, added_by, created_at, created_by, updated_at)
          values ${ids.map(() => `(${placeholders(13)})`).join(', ')}
@@ -171,38 +182,30 @@ function atOrBefore(keys: readonly SortKey[], row: ItemRow): { sql: string; para
   };
 }
 
-export async function queryItems(em: Em, user: AuthUser, req: AnnotationQueueItemsQueryReq, page: Page): Promise<AnnotationQueueItem[]> {
+export async function queryItems(db: SqlScope, user: AuthUser, req: AnnotationQueueItemsQueryReq, page: Page): Promise<AnnotationQueueItem[]> {
   requireProjectAccess(user, req.project_id, 'read');
-  await liveQueue(em, req.project_id, req.queue_id);
-  const conditions: string[] = [];
-  const params: unknown[] = [req.queue_id];
+  await liveQueue(db, req.project_id, req.queue_id);
+  const where = new Conditions();
+  where.add('i.queue_id = ? and i.deleted_at is null', req.queue_id);
   const filter = req.filter ?? {};
-  const inList = (column: string, values: readonly string[] | undefined) => {
-    if (values === undefined) return;
-    if (!values.length) conditions.push('1 = 0');
-    else {
-      conditions.push(`${column} in (${placeholders(values.length)})`);
-      params.push(...values);
-    }
-  };
-  inList('i.call_id', filter.call_ids);
-  inList('i.call_op_name', filter.call_op_names);
-  inList('i.call_trace_id', filter.call_trace_ids);
-  inList('i.added_by', filter.added_by);
-  inList('i.state', filter.annotation_states);
+  where.inList('i.call_id', filter.call_ids);
+  where.inList('i.call_op_name', filter.call_op_names);
+  where.inList('i.call_trace_id', filter.call_trace_ids);
+  where.inList('i.added_by', filter.added_by);
+  where.inList('i.state', filter.annotation_states);
+  const filtered = where.count > 1;
   const keys = sortKeys(req.sort_by);
   const order = orderBy(keys);
-  const where = `i.queue_id = ? and i.deleted_at is null${conditions.map((c) => ` and ${c}`).join('')}`;
-  const rows = await sqlRows<ItemRow>(em, 
-    `select ${ITEM_COLUMNS} from annotation_queue_items i where ${where} order by ${order} limit ? offset ?`,
-    [...params, page.limit, page.offset],
+  const rows = await sqlRows<ItemRow>(db,
+    `select ${ITEM_COLUMNS} from annotation_queue_items i where ${where.sql} order by ${order} limit ? offset ?`,
+    [...where.params, page.limit, page.offset],
   );
   if (!req.include_position) return rows.map((row) => toItemDto(row));
-  if (!conditions.length) {
+  if (!filtered) {
     // Unfiltered, the page is a window of the queue's own order: ranks follow from the offset.
     return rows.map((row, index) => toItemDto(row, page.offset + index + 1));
   }
-  return rows.map((row) => toItemDto(row, null)).map(withPositions(await positionsOf(em, req.queue_id, keys, rows)));
+  return rows.map((row) => toItemDto(row, null)).map(withPositions(await positionsOf(db, req.queue_id, keys, rows)));
 }
 
 /**
@@ -210,7 +213,7 @@ export async function queryItems(em: Em, user: AuthUser, req: AnnotationQueueIte
  * the queue up to the page's last row is ranked: the cost follows the page's depth, not the
  * queue's size.
  */
-async function positionsOf(em: Em, queueId: string, keys: readonly SortKey[], rows: readonly ItemRow[]): Promise<Map<string, number>> {
+async function positionsOf(db: SqlScope, queueId: string, keys: readonly SortKey[], rows: readonly ItemRow[]): Promise<Map<string, number>> {
   const last = rows.at(-1);
   if (!last) return new Map();
   const bound = atOrBefore(keys, last);
@@ -218,7 +221,7 @@ async function positionsOf(em: Em, queueId: string, keys: readonly SortKey[], ro
   // the (queue_id, <key>, id) index as a range instead of testing every row of the queue.
   const lead = keys[0]!;
   const range = `${lead.column} ${lead.direction === 'asc' ? '<=' : '>='} ?`;
-  const ranked = await sqlRows<{ id: string; position: number | string }>(em,
+  const ranked = await sqlRows<{ id: string; position: number | string }>(db,
     `select r.id, r.position from (
         select i.id, row_number() over (order by ${orderBy(keys)}) as position
           from annotation_queue_items i where i.queue_id = ? and i.deleted_at is null and ${range} and ${bound.sql}
@@ -233,9 +236,9 @@ function withPositions(positions: Map<string, number>) {
 }
 
 /** Soft delete of one item; it answers 404 from then on. */
-export async function deleteItem(em: Em, user: AuthUser, projectId: string, queueId: string, itemId: string): Promise<AnnotationQueueItem> {
+export async function deleteItem(db: SqlScope, user: AuthUser, projectId: string, queueId: string, itemId: string): Promise<AnnotationQueueItem> {
   requireProjectAccess(user, projectId, 'write');
-  return em.transactional(async (tx) => {
+  return sqlTransaction(db, async (tx) => {
     const row = await liveItem(tx, projectId, queueId, itemId, true);
     const now = new Date();
     const changed = await sqlRun(tx, `update annotation_queue_items set deleted_at = ?, updated_at = ? where id = ? and ${QUEUE_IS_LIVE}`, [

@@ -1,10 +1,8 @@
 import type { AnnotationQueueStats } from '@loupe/shared';
 import type { AuthUser } from '../auth/authenticate.ts';
-import { AnnotationQueueRecord } from '../db/entities.ts';
-import type { Em } from '../db/orm.ts';
-import { placeholders, sqlRows } from '../db/sql.ts';
+import { placeholders, sqlRows, type SqlScope } from '../db/sql.ts';
 import { requireProjectAccess } from './access.ts';
-import { notFound } from './errors.ts';
+import { liveQueues } from './annotation-queues.ts';
 
 type Count = number | string;
 
@@ -12,27 +10,25 @@ type Count = number | string;
  * Per queue: live items, items finished (completed or skipped) by at least one annotator, items by
  * their shown state, and each annotator's progress records by state.
  */
-export async function queueStats(em: Em, user: AuthUser, projectId: string, queueIds: readonly string[]): Promise<AnnotationQueueStats[]> {
+export async function queueStats(db: SqlScope, user: AuthUser, projectId: string, queueIds: readonly string[]): Promise<AnnotationQueueStats[]> {
   requireProjectAccess(user, projectId, 'read');
   const ids = [...new Set(queueIds)];
-  const live = await em.find(AnnotationQueueRecord, { id: { $in: ids }, projectId, deletedAt: null }, { fields: ['id'] });
-  const missing = ids.filter((id) => !live.some((queue) => queue.id === id));
-  if (missing.length) throw notFound(`Annotation queue "${missing[0]}" does not exist in project ${projectId}.`);
+  await liveQueues(db, projectId, ids);
   const inQueues = `in (${placeholders(ids.length)})`;
 
-  const byState = await sqlRows<{ queue_id: string; state: string; n: Count }>(em, 
+  const byState = await sqlRows<{ queue_id: string; state: string; n: Count }>(db,
     `select queue_id, state, count(*) as n from annotation_queue_items
       where queue_id ${inQueues} and deleted_at is null group by queue_id, state`,
     ids,
   );
-  const finished = await sqlRows<{ queue_id: string; n: Count }>(em, 
+  const finished = await sqlRows<{ queue_id: string; n: Count }>(db,
     `select i.queue_id, count(*) as n from annotation_queue_items i
       where i.queue_id ${inQueues} and i.deleted_at is null
         and exists (select 1 from annotation_item_progress p where p.item_id = i.id and p.state in ('completed', 'skipped'))
       group by i.queue_id`,
     ids,
   );
-  const byAnnotator = await sqlRows<{ queue_id: string; annotator_user_id: string; state: string; n: Count }>(em, 
+  const byAnnotator = await sqlRows<{ queue_id: string; annotator_user_id: string; state: string; n: Count }>(db,
     `select p.queue_id, p.annotator_user_id, p.state, count(*) as n from annotation_item_progress p
        join annotation_queue_items i on i.id = p.item_id
       where p.queue_id ${inQueues} and i.deleted_at is null

@@ -3,7 +3,6 @@ import type { NextFunction, Request, Response } from 'express';
 import type { Services } from '../api/context.ts';
 import { authenticate, type AuthUser } from '../auth/authenticate.ts';
 import { parseAuthorization } from '../auth/credentials.ts';
-import type { Em } from '../db/orm.ts';
 import { DomainError } from '../domain/errors.ts';
 import { leaveBodyUnread, sendError, sendFailure } from './errors.ts';
 import { carriesBody, onTypedDoor } from './request-kind.ts';
@@ -91,7 +90,7 @@ export function userRequirement(services: Services) {
 async function authenticated(services: Services, req: Request): Promise<AuthUser> {
   const header = req.headers.authorization;
   const credentials = parseAuthorization(header);
-  const user = credentials ? await authenticate(services.orm.em as Em, credentials) : null;
+  const user = credentials ? await authenticate(services.orm.em, credentials) : null;
   if (user) return user;
   // A request without an Authorization header is a challenge, not a guess: only tries count.
   // Valid credentials never reach the brake, so it cannot lock out a user who shares an address.

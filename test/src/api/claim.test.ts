@@ -1,4 +1,4 @@
-import { createUser as adminCreateUser, forkEm, openDatabase } from '@loupe/server';
+import { createUser as adminCreateUser, unitOfWork, openDatabase } from '@loupe/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeEachBackend } from '../harness/backends.ts';
 import { startChildServer, createUserViaCli, type ChildServer } from '../harness/child-server.ts';
@@ -223,7 +223,7 @@ describe.skip(`${twoProcessName} [sqlite — SKIPPED: a SQLite file is not share
     const orm = await openDatabase(database.url, 2);
     const racers: CreatedKey[] = [];
     try {
-      for (let i = 0; i < 20; i++) racers.push(await adminCreateUser(forkEm(orm), `racer${i}`, { entity: 'acme', role: 'member' }));
+      for (let i = 0; i < 20; i++) racers.push(await adminCreateUser(unitOfWork(orm), `racer${i}`, { entity: 'acme', role: 'member' }));
     } finally {
       await orm.close();
     }

@@ -1,5 +1,5 @@
 import { TRPCClientError } from '@trpc/client';
-import { createKey, forkEm } from '@loupe/server';
+import { createKey, unitOfWork } from '@loupe/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeEachBackend } from '../harness/backends.ts';
 import { basic, client, createUser, rest, type CreatedKeyForTest, type Reply } from '../harness/http.ts';
@@ -266,7 +266,7 @@ describeEachBackend('progress of a queue item', (backend) => {
     expect(await itemNow(projectId, queueId, item.id)).toMatchObject({ annotation_state: 'unstarted', annotator_user_id: null });
 
     // Two keys of one user are one annotator; the recorded user is the key's owner.
-    const second = await createKey(forkEm(server.server.services.orm), alice.username);
+    const second = await createKey(unitOfWork(server.server.services.orm), alice.username);
     expect((await progress(server, alice.api_key, projectId, queueId, item.id, 'in_progress')).body.item.annotator_user_id).toBe(alice.user_id);
     const done = await rest(server, 'POST', path, {
       headers: { authorization: basic(second.api_key, alice.username) },

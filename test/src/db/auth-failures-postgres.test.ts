@@ -1,4 +1,4 @@
-import { forkEm, openDatabase, PostgresFailureCounts, sqlRows, sqlRun, type Em, type Orm } from '@loupe/server';
+import { unitOfWork, openDatabase, PostgresFailureCounts, sqlRows, sqlRun, type Em, type Orm } from '@loupe/server';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { freshDatabase, postgresAvailable, type TestDatabase } from '../harness/databases.ts';
 
@@ -12,7 +12,7 @@ const NAME = 'failed-authentication counts on PostgreSQL';
   beforeAll(async () => {
     database = await freshDatabase('postgresql');
     orm = await openDatabase(database.url, 8);
-    em = forkEm(orm);
+    em = unitOfWork(orm);
   });
   afterAll(async () => {
     await orm?.close(true);
@@ -47,7 +47,7 @@ const NAME = 'failed-authentication counts on PostgreSQL';
   });
 
   it('counts concurrent failures exactly (one atomic upsert each)', async () => {
-    const counts = [new PostgresFailureCounts(forkEm(orm), 60_000), new PostgresFailureCounts(forkEm(orm), 60_000)];
+    const counts = [new PostgresFailureCounts(unitOfWork(orm), 60_000), new PostgresFailureCounts(unitOfWork(orm), 60_000)];
     const results = await Promise.all(Array.from({ length: 40 }, (_, i) => counts[i % 2]!.add('busy')));
     expect(results.map((r) => r.failures).sort((a, b) => a - b)).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
     expect(await rows()).toEqual([{ client: 'busy', failures: 40 }]);

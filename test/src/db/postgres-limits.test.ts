@@ -1,4 +1,4 @@
-import { forkEm, sqlRows } from '@loupe/server';
+import { unitOfWork, sqlRows } from '@loupe/server';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -76,7 +76,7 @@ async function waitingBackend(client: pg.Client): Promise<number> {
   });
 
   it('a transaction left idle past idle_in_transaction_session_timeout is ended by the database, releasing its locks', async () => {
-    const em = forkEm(server.server.services.orm);
+    const em = unitOfWork(server.server.services.orm);
     const failure = await em
       .transactional(async (tx) => {
         await sqlRows(tx, 'select id from calls where project_id = ? for update', [projectId]);

@@ -1,4 +1,4 @@
-import { forkEm, openDatabase, sqlRows, sqlRun, type Em } from '@loupe/server';
+import { unitOfWork, openDatabase, sqlRows, sqlRun, type Em } from '@loupe/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshDatabase, postgresAvailable, type TestDatabase } from '../harness/databases.ts';
 
@@ -175,7 +175,7 @@ function shared(lines: string[], dialect: string): string[] {
       databases.push(database);
       const orm = await openDatabase(database.url, 1);
       try {
-        const em = forkEm(orm);
+        const em = unitOfWork(orm);
         schemas[dialect] = dialect === 'sqlite' ? await sqliteSchema(em) : await postgresSchema(em);
       } finally {
         await orm.close(true);
@@ -213,7 +213,7 @@ function shared(lines: string[], dialect: string): string[] {
     databases.push(database);
     const orm = await openDatabase(database.url, 1, { migrateNow: false });
     try {
-      const em = forkEm(orm);
+      const em = unitOfWork(orm);
       await orm.migrator.up({ to: 'Migration0005AuthFailures' });
       const hash = 'a'.repeat(64);
       await sqlRun(em, `insert into users values ('u1', 'alice', now())`);

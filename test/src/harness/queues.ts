@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import { forkEm } from '@loupe/server';
+import { unitOfWork } from '@loupe/server';
 import { rest, type Reply } from './http.ts';
 import type { TestServer } from './server.ts';
 
@@ -119,7 +119,7 @@ export async function stats(server: Target, key: string, projectId: string, queu
  * the passing of `lease_seconds` without waiting for it.
  */
 export async function expireLeases(server: TestServer, queueId: string): Promise<void> {
-  const em = forkEm(server.server.services.orm);
+  const em = unitOfWork(server.server.services.orm);
   const past = em.getPlatform().processDateProperty(new Date(Date.now() - 60_000));
   await em.execute(
     `update annotation_item_progress set lease_expires_at = ? where queue_id = ? and state = 'in_progress'`,

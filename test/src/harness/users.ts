@@ -1,4 +1,4 @@
-import { createUser as adminCreateUser, forkEm } from '@loupe/server';
+import { createUser as adminCreateUser, unitOfWork } from '@loupe/server';
 import type { TestServer } from './server.ts';
 
 export type CreatedKeyForTest = { key_id: string; user_id: string; username: string; api_key: string };
@@ -11,7 +11,7 @@ export async function createUser(
   options: { entity?: string; role?: 'admin' | 'member' | 'viewer'; username?: string } = {},
 ): Promise<CreatedKeyForTest> {
   const username = options.username ?? `user${process.pid}x${++counter}`;
-  return adminCreateUser(forkEm(server.server.services.orm), username, {
+  return adminCreateUser(unitOfWork(server.server.services.orm), username, {
     ...(options.entity ? { entity: options.entity } : {}),
     ...(options.role ? { role: options.role } : {}),
   });

@@ -34,21 +34,21 @@ const itemsRouter = router({
     .meta(rest({ method: 'POST', path: '/annotation_queues/{queue_id}/items', tags, summary: 'Add calls to a queue', answers: [404] }))
     .input(AnnotationQueueItemsAddReq)
     .output(AnnotationQueueItemsAddRes)
-    .mutation(({ ctx, input }) => addItems(ctx.em(), ctx.user, input, ctx.services.config.limits.callIdsPerAdd)),
+    .mutation(({ ctx, input }) => addItems(ctx.db, ctx.user, input, ctx.services.config.limits.callIdsPerAdd)),
 
   query: protectedProcedure
     .meta(rest({ method: 'POST', path: '/annotation_queues/{queue_id}/items/query', tags, summary: 'Query the items of a queue', answers: [404] }))
     .input(AnnotationQueueItemsQueryReq)
     .output(AnnotationQueueItemsQueryRes)
     .query(async ({ ctx, input }) => ({
-      items: await queryItems(ctx.em(), ctx.user, input, resolvePaging(input, ctx.services.config.limits.queryLimit)),
+      items: await queryItems(ctx.db, ctx.user, input, resolvePaging(input, ctx.services.config.limits.queryLimit)),
     })),
 
   claim: protectedProcedure
     .meta(rest({ method: 'POST', path: '/annotation_queues/{queue_id}/items/claim', tags, summary: 'Take the next item to annotate, with a lease', answers: [404] }))
     .input(AnnotationQueueClaimReq)
     .output(AnnotationQueueClaimRes)
-    .mutation(async ({ ctx, input }) => ({ item: await claimItem(ctx.sql, ctx.user, input.project_id, input.queue_id) })),
+    .mutation(async ({ ctx, input }) => ({ item: await claimItem(ctx.db, ctx.user, input.project_id, input.queue_id) })),
 
   progress: protectedProcedure
     .meta(
@@ -63,13 +63,13 @@ const itemsRouter = router({
     )
     .input(AnnotationQueueItemProgressReq)
     .output(AnnotationQueueItemRes)
-    .mutation(async ({ ctx, input }) => ({ item: await updateProgress(ctx.sql, ctx.user, input) })),
+    .mutation(async ({ ctx, input }) => ({ item: await updateProgress(ctx.db, ctx.user, input) })),
 
   delete: protectedProcedure
     .meta(rest({ method: 'DELETE', path: '/annotation_queues/{queue_id}/items/{item_id}', tags, summary: 'Remove an item (soft delete)', answers: [404] }))
     .input(AnnotationQueueItemRef)
     .output(AnnotationQueueItemRes)
-    .mutation(async ({ ctx, input }) => ({ item: await deleteItem(ctx.em(), ctx.user, input.project_id, input.queue_id, input.item_id) })),
+    .mutation(async ({ ctx, input }) => ({ item: await deleteItem(ctx.db, ctx.user, input.project_id, input.queue_id, input.item_id) })),
 });
 
 export const annotationQueuesRouter = router({
@@ -77,39 +77,39 @@ export const annotationQueuesRouter = router({
     .meta(rest({ method: 'POST', path: '/annotation_queues', tags, summary: 'Create a queue' }))
     .input(AnnotationQueueCreateReq)
     .output(AnnotationQueueCreateRes)
-    .mutation(({ ctx, input }) => createQueue(ctx.em(), ctx.user, input)),
+    .mutation(({ ctx, input }) => createQueue(ctx.unitOfWork(), ctx.user, input)),
 
   query: protectedProcedure
     .meta(rest({ method: 'POST', path: '/annotation_queues/query', tags, summary: 'List queues, newest first' }))
     .input(AnnotationQueueQueryReq)
     .output(AnnotationQueueQueryRes)
     .query(async ({ ctx, input }) => ({
-      queues: await queryQueues(ctx.em(), ctx.user, input, resolvePaging(input, ctx.services.config.limits.queryLimit)),
+      queues: await queryQueues(ctx.unitOfWork(), ctx.user, input, resolvePaging(input, ctx.services.config.limits.queryLimit)),
     })),
 
   stats: protectedProcedure
     .meta(rest({ method: 'POST', path: '/annotation_queues/stats', tags, summary: 'Progress counts of queues', answers: [404] }))
     .input(AnnotationQueueStatsReq)
     .output(AnnotationQueueStatsRes)
-    .query(async ({ ctx, input }) => ({ stats: await queueStats(ctx.em(), ctx.user, input.project_id, input.queue_ids) })),
+    .query(async ({ ctx, input }) => ({ stats: await queueStats(ctx.db, ctx.user, input.project_id, input.queue_ids) })),
 
   read: protectedProcedure
     .meta(rest({ method: 'GET', path: '/annotation_queues/{queue_id}', tags, summary: 'Read a queue', answers: [404] }))
     .input(AnnotationQueueReadReq)
     .output(AnnotationQueueRes)
-    .query(async ({ ctx, input }) => ({ queue: await readQueue(ctx.em(), ctx.user, input.project_id, input.queue_id) })),
+    .query(async ({ ctx, input }) => ({ queue: await readQueue(ctx.db, ctx.user, input.project_id, input.queue_id) })),
 
   update: protectedProcedure
     .meta(rest({ method: 'PUT', path: '/annotation_queues/{queue_id}', tags, summary: 'Change a queue (fields left out stay)', answers: [404] }))
     .input(AnnotationQueueUpdateReq)
     .output(AnnotationQueueRes)
-    .mutation(async ({ ctx, input }) => ({ queue: await updateQueue(ctx.em(), ctx.user, input) })),
+    .mutation(async ({ ctx, input }) => ({ queue: await updateQueue(ctx.unitOfWork(), ctx.user, input) })),
 
   delete: protectedProcedure
     .meta(rest({ method: 'DELETE', path: '/annotation_queues/{queue_id}', tags, summary: 'Delete a queue and its items (soft delete)', answers: [404] }))
     .input(AnnotationQueueReadReq)
     .output(AnnotationQueueRes)
-    .mutation(async ({ ctx, input }) => ({ queue: await deleteQueue(ctx.em(), ctx.user, input.project_id, input.queue_id) })),
+    .mutation(async ({ ctx, input }) => ({ queue: await deleteQueue(ctx.db, ctx.user, input.project_id, input.queue_id) })),
 
   items: itemsRouter,
 });

@@ -8,11 +8,11 @@ export const annotationSpecsRouter = router({
     .meta(rest({ method: 'POST', path: '/annotation_specs', tags: ['annotation specs'], summary: 'Store a rubric field (JSON Schema); same content, same ref' }))
     .input(AnnotationSpecCreateReq)
     .output(AnnotationSpecCreateRes)
-    .mutation(({ ctx, input }) => createSpec(ctx.em(), ctx.user, input)),
+    .mutation(({ ctx, input }) => createSpec(ctx.unitOfWork(), ctx.user, input)),
 
   query: protectedProcedure
     .meta(rest({ method: 'POST', path: '/annotation_specs/query', tags: ['annotation specs'], summary: 'Find specs by names or refs' }))
     .input(AnnotationSpecQueryReq)
     .output(AnnotationSpecQueryRes)
-    .query(async ({ ctx, input }) => ({ specs: await querySpecs(ctx.em(), ctx.user, input) })),
+    .query(async ({ ctx, input }) => ({ specs: await querySpecs(ctx.unitOfWork(), ctx.user, input) })),
 });

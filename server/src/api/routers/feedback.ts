@@ -31,28 +31,28 @@ export const feedbackRouter = router({
     .input(FeedbackBatchCreateReq)
     .output(FeedbackBatchCreateRes)
     .mutation(async ({ ctx, input }) => ({
-      res: await createFeedbackBatch(ctx.em(), ctx.user, input.batch, ctx.services.config.limits.payloadBytes),
+      res: await createFeedbackBatch(ctx.unitOfWork(), ctx.user, input.batch, ctx.services.config.limits.payloadBytes),
     })),
 
   create: protectedProcedure
     .meta(rest({ method: 'POST', path: '/feedback/create', tags, summary: 'Create one feedback record', answers: [409] }))
     .input(FeedbackCreateReq)
     .output(FeedbackCreateRes)
-    .mutation(({ ctx, input }) => createFeedback(ctx.em(), ctx.user, input, ctx.services.config.limits.payloadBytes)),
+    .mutation(({ ctx, input }) => createFeedback(ctx.unitOfWork(), ctx.user, input, ctx.services.config.limits.payloadBytes)),
 
   query: protectedProcedure
     .meta(rest({ method: 'POST', path: '/feedback/query', tags, summary: 'Query feedback, ordered by created_at, id' }))
     .input(FeedbackQueryReq)
     .output(FeedbackQueryRes)
     .query(async ({ ctx, input }) => ({
-      result: await queryFeedback(ctx.em(), ctx.user, input, resolvePaging(input, ctx.services.config.limits.queryLimit)),
+      result: await queryFeedback(ctx.db, ctx.user, input, resolvePaging(input, ctx.services.config.limits.queryLimit)),
     })),
 
   purge: protectedProcedure
     .meta(rest({ method: 'POST', path: '/feedback/purge', tags, summary: 'Delete feedback records by id' }))
     .input(FeedbackPurgeReq)
     .output(FeedbackPurgeRes)
-    .mutation(async ({ ctx, input }) => ({ deleted_count: await purgeFeedback(ctx.em(), ctx.user, input.project_id, input.ids) })),
+    .mutation(async ({ ctx, input }) => ({ deleted_count: await purgeFeedback(ctx.db, ctx.user, input.project_id, input.ids) })),
 
   replace: protectedProcedure
     .meta(rest({ method: 'POST', path: '/feedback/replace', tags, summary: 'Replace one feedback record (purge and create in one transaction)', answers: [404, 409] }))
@@ -60,6 +60,6 @@ export const feedbackRouter = router({
     .output(FeedbackCreateRes)
     .mutation(async ({ ctx, input }) => {
       const { feedback_id, ...element } = input;
-      return replaceFeedback(ctx.em(), ctx.user, element, feedback_id, ctx.services.config.limits.payloadBytes);
+      return replaceFeedback(ctx.unitOfWork(), ctx.user, element, feedback_id, ctx.services.config.limits.payloadBytes);
     }),
 });
