@@ -44,7 +44,7 @@ export class RequestTracker {
     req.id = id;
     bindRequestLog(req, this.#log);
     res.setHeader('X-Request-Id', id);
-    const tracked = res as unknown as Tracked;
+    const tracked = res as Tracked;
     tracked[STARTED] = performance.now();
     tracked[TRACKER] = this;
     this.#open++;
