@@ -35,11 +35,11 @@ const COLUMNS = HOLDINGS.flatMap(({ key, table, live }) => [
  * calls, queues not deleted, feedback or annotation specs — ordered by project_id. A project's
  * created_at is that of its earliest live record (a project row outlives its data).
  */
-export async function queryProjects(sql: SqlScope, user: AuthUser, req: ProjectQueryReq): Promise<Project[]> {
+export async function queryProjects(db: SqlScope, user: AuthUser, req: ProjectQueryReq): Promise<Project[]> {
   if (req.entity !== undefined && !user.roles.has(req.entity)) throw forbidden(`You are not a member of entity "${req.entity}".`);
   const entities = req.entity !== undefined ? [req.entity] : [...user.roles.keys()];
   if (!entities.length) return [];
-  const rows = await sqlRows<ProjectRow>(sql, `select p.id, p.entity, p.name,\n  ${COLUMNS}\nfrom projects p where p.entity in (${placeholders(entities.length)})`, entities);
+  const rows = await sqlRows<ProjectRow>(db, `select p.id, p.entity, p.name,\n  ${COLUMNS}\nfrom projects p where p.entity in (${placeholders(entities.length)})`, entities);
   const projects: Project[] = [];
   for (const row of rows) {
     const times = HOLDINGS.map(({ key }) => row[`${key}_at`]).filter((value) => value !== null && value !== undefined).map(isoFromSql);

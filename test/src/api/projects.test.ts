@@ -1,4 +1,4 @@
-import { addMember, forkEm } from '@loupe/server';
+import { addMember, unitOfWork } from '@loupe/server';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeEachBackend } from '../harness/backends.ts';
 import { batchCreate, createSpec, freeForm } from '../harness/feedback.ts';
@@ -16,7 +16,7 @@ describeEachBackend('projects', (backend) => {
   beforeAll(async () => {
     server = await startTestServer(backend);
     alice = await createUser(server, { entity: 'acme', role: 'member' });
-    await addMember(forkEm(server.server.services.orm), alice.username, 'beta', 'viewer');
+    await addMember(unitOfWork(server.server.services.orm), alice.username, 'beta', 'viewer');
     carol = await createUser(server, { entity: 'beta', role: 'member' });
     bob = await createUser(server, { entity: 'other', role: 'member' });
 
