@@ -45,10 +45,10 @@ const FLUSH_EVERY_MS = 100;
 const FLUSH_AT_CHARS = 64 * 1024;
 
 /**
- * Collects lines and writes them to the destination together. Line by line, sonic-boom measures
- * the byte length of its whole pending chunk on every write and the string is encoded per line:
- * an access-log line cost ~3.9 µs, batched ~1.1 µs (formatting included), where a whole
- * model-list poll costs ~30 µs.
+ * Collects lines and writes them to the destination together. sonic-boom's own batching
+ * (`minLength`) measures the byte length of its whole pending chunk on every write. Measured per
+ * access line through the logger (CPU, formatting included): 2.2 µs here; with `minLength` 1 KiB
+ * 3.1 µs, 4 KiB 3.3 µs, 16 KiB 4.7 µs; and the model list's server CPU per request ~5% higher.
  */
 class LineBatches {
   readonly #out: Destination;

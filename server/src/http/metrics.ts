@@ -6,11 +6,10 @@ import { RequestSeries } from './request-series.ts';
 /** Prometheus metrics: requests and latency by route template and status, and the database pool. */
 export class Metrics {
   readonly registry = new Registry();
-  readonly #requests = new RequestSeries();
+  readonly #requests = new RequestSeries(this.registry);
 
   constructor(orm: Orm) {
     collectDefaultMetrics({ register: this.registry, prefix: 'loupe_' });
-    for (const metric of this.#requests.metrics()) this.registry.registerMetric(metric);
     new Gauge({
       name: 'loupe_db_pool_connections',
       help: 'Database pool connections by state (PostgreSQL; SQLite reports its single connection as total 1)',
