@@ -9,3 +9,4 @@ export * from './annotation-queues.ts';
 export * from './annotation-specs.ts';
 export * from './refs.ts';
 export * from './feedback.ts';
+export * from './agreement.ts';

@@ -156,6 +156,11 @@ describeEachBackend('a client generated from the API document', (backend) => {
     expect(stats.data?.stats[0]).toMatchObject({ queue_id, completed_items: 1 });
     expect((await client.POST('/annotation_queues/stats', { body: { project_id, queue_ids: ['gone'] } })).response.status).toBe(404);
 
+    // The queue has no scorer specs: agreement is an empty list.
+    const agreement = await client.POST('/annotation_queues/{queue_id}/agreement', { params: { path }, body: { project_id } });
+    expect(agreement.data?.agreement).toEqual([]);
+    expect((await client.POST('/annotation_queues/{queue_id}/agreement', { params: { path: { queue_id: 'gone' } }, body: { project_id } })).response.status).toBe(404);
+
     const read = await client.GET('/annotation_queues/{queue_id}', { params: { path, query: { project_id } } });
     expect(read.data?.queue.name).toBe('review');
     const anonymous = await api().GET('/annotation_queues/{queue_id}', { params: { path, query: { project_id } } });

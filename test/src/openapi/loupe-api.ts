@@ -74,6 +74,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/annotation_queues/{queue_id}/agreement": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * How far the annotators of a queue agree, per scorer spec
+         * @description Krippendorff's alpha, observed agreement, Cohen's kappa per pair of annotators and the items that disagree most. Viewers may read it.
+         */
+        post: operations["annotationQueues-agreement"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/annotation_queues/{queue_id}/items": {
         parameters: {
             query?: never;
@@ -462,6 +482,34 @@ export interface components {
              */
             updated_at: string;
             deleted_at: string | null;
+        };
+        Agreement: {
+            scorer_ref: string;
+            name: string;
+            /** @enum {string} */
+            level: "nominal" | "ordinal" | "interval" | "ratio";
+            annotators: string[];
+            items_rated: number;
+            items_pairable: number;
+            values: number;
+            alpha: number | null;
+            observed_agreement: number | null;
+            pairs: {
+                annotator_a: string;
+                annotator_b: string;
+                items: number;
+                agreement: number;
+                kappa: number | null;
+            }[];
+            disagreements: {
+                item_id: string;
+                call_id: string;
+                values: {
+                    annotator_user_id: string;
+                    value: components["schemas"]["JsonValue"];
+                }[];
+            }[];
+            reason: string | null;
         };
         AnnotationQueueItem: {
             id: string;
@@ -1268,6 +1316,125 @@ export interface operations {
             };
             /** @description A record the request names (in its path or body) does not exist in that project, or is deleted. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this client; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected error; `request_id` identifies it in the server log. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable, or the server is reading too many request bodies; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "annotationQueues-agreement": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                queue_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description `<entity>/<project>`
+                     * @example acme/chatbot
+                     */
+                    project_id: string;
+                    scorer_refs?: string[];
+                    levels?: {
+                        [key: string]: "nominal" | "ordinal" | "interval" | "ratio";
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        agreement: components["schemas"]["Agreement"][];
+                    };
+                };
+            };
+            /** @description The request is invalid: not JSON, a schema violation (`issues` lists them) or a broken rule; `reason` says which. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A record the request names (in its path or body) does not exist in that project, or is deleted. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not plain UTF-8 JSON (Content-Type: application/json; no Content-Encoding). */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

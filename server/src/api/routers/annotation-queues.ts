@@ -1,4 +1,6 @@
 import {
+  AnnotationQueueAgreementReq,
+  AnnotationQueueAgreementRes,
   AnnotationQueueClaimReq,
   AnnotationQueueClaimRes,
   AnnotationQueueCreateReq,
@@ -19,6 +21,7 @@ import {
   AnnotationQueueUpdateReq,
 } from '@loupe/shared';
 import { createQueue, deleteQueue, queryQueues, readQueue, updateQueue } from '../../domain/annotation-queues.ts';
+import { queueAgreement } from '../../domain/agreement.ts';
 import { claimItem } from '../../domain/claim.ts';
 import { resolvePaging } from '../../domain/paging.ts';
 import { updateProgress } from '../../domain/progress.ts';
@@ -110,6 +113,21 @@ export const annotationQueuesRouter = router({
     .input(AnnotationQueueReadReq)
     .output(AnnotationQueueRes)
     .mutation(async ({ ctx, input }) => ({ queue: await deleteQueue(ctx.db, ctx.user, input.project_id, input.queue_id) })),
+
+  agreement: protectedProcedure
+    .meta(
+      rest({
+        method: 'POST',
+        path: '/annotation_queues/{queue_id}/agreement',
+        tags,
+        summary: 'How far the annotators of a queue agree, per scorer spec',
+        description: "Krippendorff's alpha, observed agreement, Cohen's kappa per pair of annotators and the items that disagree most. Viewers may read it.",
+        answers: [404],
+      }),
+    )
+    .input(AnnotationQueueAgreementReq)
+    .output(AnnotationQueueAgreementRes)
+    .query(async ({ ctx, input }) => ({ agreement: await queueAgreement(ctx.db, ctx.user, input) })),
 
   items: itemsRouter,
 });

@@ -1,0 +1,85 @@
+import { callRef, parseRef, type Agreement, type AgreementLevel, type AnnotationQueueAgreementReq, type Json } from '@loupe/shared';
+import type { AuthUser } from '../auth/authenticate.ts';
+import { jsonFromSql, sqlRows, type SqlScope } from '../db/sql.ts';
+import { requireProjectAccess } from './access.ts';
+import { agreementStatistics, type RatedItem } from './agreement-statistics.ts';
+import { liveQueue } from './annotation-queues.ts';
+import { invalid } from './errors.ts';
+
+type ItemRow = { id: string; call_id: string };
+type SpecRow = { name: string; field_schema: unknown };
+type FeedbackRow = { svc_user_id: string; svc_ref: string; call_ref: string | null; payload: unknown };
+
+/**
+ * `POST /annotation_queues/{queue_id}/agreement`: for each scorer spec of the queue (or each one
+ * asked for), the value every annotator gave every live item, and how far they agree
+ * (agreement-statistics.ts does the arithmetic). A value is `payload.value` of the annotator's most
+ * recently created `svc.annotation.<name>` feedback with that spec's ref and this queue, naming the
+ * item's call in `svc_ref` or `call_ref`. Viewers may read it.
+ */
+export async function queueAgreement(db: SqlScope, user: AuthUser, req: AnnotationQueueAgreementReq): Promise<Agreement[]> {
+  requireProjectAccess(user, req.project_id, 'read');
+  const queue = await liveQueue(db, req.project_id, req.queue_id);
+  const refs = req.scorer_refs ?? queue.scorerRefs;
+  for (const [index, ref] of refs.entries()) {
+    if (!queue.scorerRefs.includes(ref)) throw invalid(`scorer_refs[${index}] is not a scorer of annotation queue "${queue.id}".`);
+  }
+  for (const ref of Object.keys(req.levels ?? {})) {
+    if (!refs.includes(ref)) throw invalid(`levels names ${ref.slice(0, 256)}, which is not a scorer ref of this request.`);
+  }
+
+  // Item order: the order items were added (the items query's default order).
+  const items = await sqlRows<ItemRow>(db, 'select id, call_id from annotation_queue_items where queue_id = ? and deleted_at is null order by created_at, id', [queue.id]);
+  const itemOfRef = new Map(items.map((item) => [callRef(req.project_id, item.call_id), item]));
+
+  const agreement: Agreement[] = [];
+  for (const ref of refs) {
+    const spec = await specOf(db, req.project_id, ref);
+    const level = req.levels?.[ref] ?? levelOf(spec.field_schema);
+    // Oldest first: each later record of an annotator for an item replaces the value before it.
+    const rows = await sqlRows<FeedbackRow>(
+      db,
+      `select svc_user_id, svc_ref, call_ref, payload from feedback
+        where project_id = ? and queue_id = ? and feedback_type = ? and annotation_ref = ?
+        order by created_at, id`,
+      [req.project_id, queue.id, `svc.annotation.${spec.name}`, ref],
+    );
+    const valuesOf = new Map<string, Record<string, unknown>>();
+    for (const row of rows) {
+      const item = itemOfRef.get(row.svc_ref) ?? (row.call_ref === null ? undefined : itemOfRef.get(row.call_ref));
+      if (!item) continue;
+      const payload = jsonFromSql<Record<string, unknown>>(row.payload);
+      let values = valuesOf.get(item.id);
+      if (!values) valuesOf.set(item.id, (values = Object.create(null) as Record<string, unknown>));
+      values[row.svc_user_id] = payload.value;
+    }
+    const rated: RatedItem[] = items.map((item) => ({ item_id: item.id, call_id: item.call_id, values: valuesOf.get(item.id) ?? {} }));
+    const statistics = agreementStatistics(rated, level);
+    // The values came from stored JSON payloads: they are JSON values.
+    const disagreements = statistics.disagreements.map((d) => ({ ...d, values: d.values.map((v) => ({ ...v, value: v.value as Json })) }));
+    agreement.push({ scorer_ref: ref, name: spec.name, level, ...statistics, disagreements });
+  }
+  return agreement;
+}
+
+/** The spec a scorer ref names (a queue's scorer refs were checked to name stored specs). */
+async function specOf(db: SqlScope, projectId: string, ref: string): Promise<SpecRow> {
+  const parsed = parseRef(ref);
+  if (!parsed.ok || parsed.ref.kind !== 'object') throw invalid(`The scorer ref ${ref.slice(0, 256)} is not an object ref.`);
+  const [row] = await sqlRows<SpecRow>(db, 'select name, field_schema from annotation_specs where project_id = ? and name = ? and digest = ?', [
+    projectId,
+    parsed.ref.name,
+    parsed.ref.digest,
+  ]);
+  if (!row) throw invalid(`The scorer ref ${ref.slice(0, 256)} names no stored annotation spec of project ${projectId}.`);
+  return { name: row.name, field_schema: jsonFromSql(row.field_schema) };
+}
+
+/** The level a spec's schema implies: enums, booleans and strings nominal, integers ordinal, numbers interval. */
+export function levelOf(fieldSchema: unknown): AgreementLevel {
+  const schema = (fieldSchema ?? {}) as { enum?: unknown; type?: unknown };
+  if (schema.enum !== undefined) return 'nominal';
+  if (schema.type === 'integer') return 'ordinal';
+  if (schema.type === 'number') return 'interval';
+  return 'nominal';
+}
