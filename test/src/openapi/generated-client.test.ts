@@ -4,7 +4,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openApiDocument } from '@loupe/server';
 import { answered, documentProblem } from '../harness/api-document.ts';
 import { describeEachBackend } from '../harness/backends.ts';
-import { basic, createUser, type CreatedKeyForTest } from '../harness/http.ts';
+import { basic, createUser, rest, type CreatedKeyForTest } from '../harness/http.ts';
 import { startTestServer, type TestServer } from '../harness/server.ts';
 import type { paths } from './loupe-api.ts';
 
@@ -71,6 +71,13 @@ describeEachBackend('a client generated from the API document', (backend) => {
     const missing = await client.GET('/calls/{call_id}', { params: { path: { call_id: 'ns:2' }, query: { project_id } } });
     expect(missing.response.status).toBe(404);
     expect(missing.error?.reason).toBe(`Call "ns:2" does not exist in project ${project_id}.`);
+
+    // A segment that is not valid percent-encoded UTF-8 is the client's error, not a lookup.
+    for (const segment of ['ns%3', '%E0%A4%A', '%C3%28']) {
+      const bad = await rest(server, 'GET', `/calls/${segment}?project_id=${project_id}`, { key: member.api_key });
+      expect(bad.status, segment).toBe(400);
+      expect(bad.body).toMatchObject({ code: 'BAD_REQUEST', reason: 'A path segment is not valid percent-encoded UTF-8.' });
+    }
 
     const conflicting = await client.POST('/calls/batch/create', {
       body: { batch: [{ project_id, id: 'ns:1', op_name: 'other', started_at: '2026-01-02T03:04:05.678Z' }] },
