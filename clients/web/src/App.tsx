@@ -3,6 +3,11 @@ import { useCallback, useEffect, useMemo, useState } from 'react';
 import { apiClient, meQuery, statusOf } from './api.ts';
 import { Models } from './Models.tsx';
 import { Projects } from './Projects.tsx';
+import { AgreementPage } from './pages/AgreementPage.tsx';
+import { AnnotatePage } from './pages/AnnotatePage.tsx';
+import { ProjectPage } from './pages/ProjectPage.tsx';
+import { QueuePage } from './pages/QueuePage.tsx';
+import { parseRoute, type Route } from './routes.ts';
 import { Link, usePage } from './router.tsx';
 import { signOut, useSession, type Session } from './session.ts';
 import { SignIn } from './SignIn.tsx';
@@ -14,6 +19,7 @@ const PAGES = [
 
 export function App() {
   const page = usePage();
+  const route = parseRoute(page);
   const session = useSession();
   const queryClient = useQueryClient();
   const [notice, setNotice] = useState<string>();
@@ -51,7 +57,7 @@ export function App() {
         {session ? <Account session={session} onSignOut={leave} /> : null}
       </header>
       <main id="main" tabIndex={-1}>
-        {page === 'models' ? <Models /> : session ? <SignedIn session={session} onRefused={leave} /> : <SignIn notice={notice} />}
+        {route.name === 'models' ? <Models /> : session ? <SignedIn session={session} route={route} onRefused={leave} /> : <SignIn notice={notice} />}
       </main>
     </>
   );
@@ -71,12 +77,37 @@ function Account({ session, onSignOut }: { session: NonNullable<Session>; onSign
 }
 
 /** The signed-in pages; a key revoked meanwhile signs the tab out with a word why. */
-function SignedIn({ session, onRefused }: { session: NonNullable<Session>; onRefused: (why: string) => void }) {
+function SignedIn({ session, route, onRefused }: { session: NonNullable<Session>; route: Route; onRefused: (why: string) => void }) {
   const client = useMemo(() => apiClient(session.apiKey), [session]);
   const me = useQuery(meQuery(client, session.id));
   const refused = me.isError && statusOf(me.error) === 401;
   useEffect(() => {
     if (refused) onRefused('Your API key is no longer accepted: sign in again.');
   }, [refused, onRefused]);
-  return <Projects client={client} session={session.id} />;
+  const props = { client, session: session.id };
+  switch (route.name) {
+    case 'project':
+      return <ProjectPage {...props} projectId={route.projectId} />;
+    case 'queue':
+      return <QueuePage {...props} projectId={route.projectId} queueId={route.queueId} />;
+    case 'annotate':
+      return <AnnotatePage {...props} projectId={route.projectId} queueId={route.queueId} />;
+    case 'agreement':
+      return <AgreementPage {...props} projectId={route.projectId} queueId={route.queueId} />;
+    case 'not-found':
+      return <NotFound />;
+    default:
+      return <Projects {...props} />;
+  }
+}
+
+function NotFound() {
+  return (
+    <>
+      <h1>Page not found</h1>
+      <p>
+        There is no such page. <Link to="">Go to your projects</Link>.
+      </p>
+    </>
+  );
 }

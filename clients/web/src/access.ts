@@ -1,0 +1,14 @@
+import type { Me } from './api.ts';
+
+export type Role = Me['memberships'][number]['role'];
+
+/** The caller's role in the entity of a project, or null when not a member. */
+export function roleIn(me: Me | undefined, projectId: string): Role | null {
+  const entity = projectId.split('/')[0];
+  return me?.memberships.find((membership) => membership.entity === entity)?.role ?? null;
+}
+
+/** Whether that role may change a project's data (viewers only read). */
+export function canWrite(role: Role | null): boolean {
+  return role === 'admin' || role === 'member';
+}

@@ -1,0 +1,6 @@
+import type { QueuePageProps } from './page-props.ts';
+
+// Placeholder until the page is built (issue 11/12 work in progress).
+export function AgreementPage({ projectId, queueId }: QueuePageProps) {
+  return <h1>agreement {projectId}</h1>;
+}
