@@ -1,0 +1,139 @@
+import { useId } from 'react';
+import { NOTE_MAX } from './feedback-records.ts';
+import { fieldOptions, optionLabel, type FieldInput, type FieldKind, type JsonValue } from './rubric-fields.ts';
+
+// The queue's rubric as a form: one field per scorer spec (labelled with the spec's name), then
+// the note and the optional reaction. The page owns the values; this only shows and edits them.
+
+export type RubricField = { ref: string; name: string; description: string | null; kind: FieldKind };
+
+/** Reactions offered: fully-qualified RGI emoji, as svc.reaction.1 requires. */
+export const REACTIONS = [
+  { emoji: '👍', name: 'thumbs up' },
+  { emoji: '👎', name: 'thumbs down' },
+  { emoji: '❤️', name: 'red heart' },
+  { emoji: '🎉', name: 'party popper' },
+  { emoji: '🤔', name: 'thinking face' },
+] as const;
+
+type Props = {
+  fields: RubricField[];
+  inputs: Map<string, FieldInput>;
+  errors: Map<string, string>;
+  note: string;
+  reaction: string;
+  onInput: (ref: string, input: FieldInput) => void;
+  onNote: (note: string) => void;
+  onReaction: (emoji: string) => void;
+  noteRef: React.Ref<HTMLTextAreaElement>;
+};
+
+export function RubricForm({ fields, inputs, errors, note, reaction, onInput, onNote, onReaction, noteRef }: Props) {
+  const id = useId();
+  return (
+    <div className="rubric">
+      {fields.map((field, index) => (
+        <RubricInput key={field.ref} id={`${id}-f${index}`} field={field} input={inputs.get(field.ref)} error={errors.get(field.ref)} onInput={(input) => onInput(field.ref, input)} />
+      ))}
+      <div className="rubric-field">
+        <label htmlFor={`${id}-note`}>Note</label>
+        <textarea
+          id={`${id}-note`}
+          ref={noteRef}
+          rows={3}
+          maxLength={NOTE_MAX}
+          value={note}
+          onChange={(event) => onNote(event.target.value)}
+          aria-invalid={errors.has('note') ? true : undefined}
+          aria-describedby={errors.has('note') ? `${id}-note-error` : undefined}
+        />
+        {errors.has('note') ? (
+          <p id={`${id}-note-error`} className="error field-error">
+            {errors.get('note')}
+          </p>
+        ) : null}
+      </div>
+      <fieldset className="rubric-field reactions" role="radiogroup">
+        <legend>Reaction (optional)</legend>
+        <div className="options">
+          <label className="option">
+            <input type="radio" name={`${id}-reaction`} checked={reaction === ''} onChange={() => onReaction('')} />
+            <span>None</span>
+          </label>
+          {REACTIONS.map(({ emoji, name }) => (
+            <label className="option" key={emoji}>
+              <input type="radio" name={`${id}-reaction`} checked={reaction === emoji} onChange={() => onReaction(emoji)} aria-label={name} />
+              <span aria-hidden="true">{emoji}</span>
+            </label>
+          ))}
+        </div>
+      </fieldset>
+    </div>
+  );
+}
+
+function RubricInput({ id, field, input, error, onInput }: { id: string; field: RubricField; input: FieldInput; error: string | undefined; onInput: (input: FieldInput) => void }) {
+  const { kind } = field;
+  const errorId = `${id}-error`;
+  const describedBy = [field.description ? `${id}-about` : '', error ? errorId : ''].filter(Boolean).join(' ') || undefined;
+  const about = field.description ? (
+    <p id={`${id}-about`} className="field-about">
+      {field.description}
+    </p>
+  ) : null;
+  const message = error ? (
+    <p id={errorId} className="error field-error">
+      {error}
+    </p>
+  ) : null;
+  const options = fieldOptions(kind);
+  if (options.length) {
+    const chosen = input && 'chosen' in input ? JSON.stringify(input.chosen) : undefined;
+    return (
+      <fieldset className="rubric-field" role="radiogroup" data-rubric-field={field.ref} aria-describedby={describedBy} aria-invalid={error ? true : undefined}>
+        <legend>{field.name}</legend>
+        {about}
+        <div className={`options${kind.kind === 'scale' ? ' scale' : ''}`}>
+          {options.map((option: JsonValue, index) => {
+            const label = optionLabel(option);
+            return (
+              <label className="option" key={JSON.stringify(option)}>
+                <input type="radio" name={id} checked={chosen === JSON.stringify(option)} onChange={() => onInput({ chosen: option })} />
+                <span>{label}</span>
+                {index < 9 && label !== String(index + 1) ? (
+                  <kbd className="option-key" aria-hidden="true">
+                    {index + 1}
+                  </kbd>
+                ) : null}
+              </label>
+            );
+          })}
+        </div>
+        {message}
+      </fieldset>
+    );
+  }
+  const text = input && 'text' in input ? input.text : '';
+  const common = {
+    id,
+    value: text,
+    'data-rubric-field': field.ref,
+    'aria-invalid': error ? true : undefined,
+    'aria-describedby': describedBy,
+  } as const;
+  return (
+    <div className="rubric-field">
+      <label htmlFor={id}>{field.name}</label>
+      {about}
+      {kind.kind === 'number' ? (
+        <input {...common} type="text" inputMode={kind.integer ? 'numeric' : 'decimal'} autoComplete="off" onChange={(event) => onInput({ text: event.target.value })} />
+      ) : kind.kind === 'text' && !kind.multiline ? (
+        <input {...common} type="text" autoComplete="off" onChange={(event) => onInput({ text: event.target.value })} />
+      ) : (
+        <textarea {...common} rows={kind.kind === 'json' ? 4 : 3} spellCheck={kind.kind !== 'json'} onChange={(event) => onInput({ text: event.target.value })} />
+      )}
+      {kind.kind === 'json' ? <p className="field-about">A JSON value.</p> : null}
+      {message}
+    </div>
+  );
+}
