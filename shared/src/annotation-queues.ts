@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ProjectId } from './project.ts';
-import { ClientId, FilterString, filterValues, Limit, Offset } from './query.ts';
+import { ClientId, FilterString, filterValues, Limit, Cursor, NextCursor, Offset } from './query.ts';
 import { Timestamp } from './time.ts';
 
 export const ANNOTATION_STATES = ['unstarted', 'in_progress', 'completed', 'skipped'] as const;
@@ -130,10 +130,11 @@ export const AnnotationQueueItemsQueryReq = z.strictObject({
   sort_by: z.array(ItemSort).max(4).optional(),
   limit: Limit.optional(),
   offset: Offset.optional(),
+  cursor: Cursor.optional(),
   include_position: z.boolean().optional(),
 });
 export type AnnotationQueueItemsQueryReq = z.infer<typeof AnnotationQueueItemsQueryReq>;
-export const AnnotationQueueItemsQueryRes = z.strictObject({ items: z.array(AnnotationQueueItem) });
+export const AnnotationQueueItemsQueryRes = z.strictObject({ items: z.array(AnnotationQueueItem) , next_cursor: NextCursor });
 
 export const AnnotationQueueItemRef = z.strictObject({ queue_id: QueueId, item_id: ItemId, project_id: ProjectId });
 export const AnnotationQueueItemRes = z.strictObject({ item: AnnotationQueueItem });

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ProjectId } from './project.ts';
-import { ClientId, FilterString, filterValues, JsonObject, JsonValue, Limit, Offset } from './query.ts';
+import { ClientId, FilterString, filterValues, JsonObject, JsonValue, Limit, Cursor, NextCursor, Offset } from './query.ts';
 import { Timestamp } from './time.ts';
 
 /** Any RFC 3339 date-time; stored and returned in UTC with milliseconds. */
@@ -57,6 +57,7 @@ export const CallQueryReq = z.strictObject({
     .optional(),
   limit: Limit.optional(),
   offset: Offset.optional(),
+  cursor: Cursor.optional(),
 });
 export type CallQueryReq = z.infer<typeof CallQueryReq>;
-export const CallQueryRes = z.strictObject({ calls: z.array(Call) });
+export const CallQueryRes = z.strictObject({ calls: z.array(Call) , next_cursor: NextCursor });

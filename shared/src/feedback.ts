@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ProjectId } from './project.ts';
-import { FilterString, filterValues, Limit, Offset } from './query.ts';
+import { FilterString, filterValues, Limit, Cursor, NextCursor, Offset } from './query.ts';
 import { Timestamp } from './time.ts';
 
 /** A feedback payload: any JSON object (JSON parsing already guarantees JSON values). */
@@ -78,9 +78,10 @@ export const FeedbackQueryReq = z.strictObject({
     .optional(),
   limit: Limit.optional(),
   offset: Offset.optional(),
+  cursor: Cursor.optional(),
 });
 export type FeedbackQueryReq = z.infer<typeof FeedbackQueryReq>;
-export const FeedbackQueryRes = z.strictObject({ result: z.array(Feedback) });
+export const FeedbackQueryRes = z.strictObject({ result: z.array(Feedback) , next_cursor: NextCursor });
 
 export const FeedbackPurgeReq = z.strictObject({ project_id: ProjectId, ids: z.array(FilterString).min(1).max(10_000) });
 export const FeedbackPurgeRes = z.strictObject({ deleted_count: z.int() });

@@ -9,6 +9,15 @@ export const Offset = z
   .max(MAX_OFFSET)
   .meta({ description: `at most ${MAX_OFFSET.toLocaleString('en')}: a deeper page costs a scan of every row before it` });
 
+/** The cursor of a page (contract 5.6): opaque, given back by the page before as `next_cursor`. */
+export const Cursor = z
+  .string()
+  .min(1)
+  .max(4096)
+  .meta({ description: 'next_cursor of the previous page, unchanged; not with offset' });
+/** Where the page after this one starts; null on the last page. */
+export const NextCursor = z.string().nullable().meta({ description: 'cursor of the next page in the same order and filter; null when there is none' });
+
 /**
  * Values of one query filter (ids, names, states): bounded, so that a query stays a handful of
  * bound parameters (drivers refuse statements past ~32,000) and an index lookup per value.

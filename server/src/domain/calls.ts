@@ -6,7 +6,9 @@ import { Call } from '../db/entities.ts';
 import { ensureProject, requireProjectAccess } from './access.ts';
 import { conflict, invalid, notFound } from './errors.ts';
 import { contentHash, firstPositions, insertThenCompare } from './idempotency.ts';
-import type { Page } from './paging.ts';
+import { decodeCursor, encodeCursor, queryFingerprint, type KeysetKey } from './cursor.ts';
+import { pageOf, type CursorPage, type Page } from './paging.ts';
+import { dateFromSql } from '../db/sql.ts';
 import { newId } from './ids.ts';
 
 type CallRow = InferEntity<typeof Call>;
@@ -116,9 +118,23 @@ export async function readCall(em: Em, user: AuthUser, projectId: string, callId
   return toCallDto(row);
 }
 
-export async function queryCalls(em: Em, user: AuthUser, query: CallQueryReq, page: Page): Promise<CallDto[]> {
+/** Calls in the order of their start, then id: the order of the (project_id, started_at, id) index. */
+const CALL_KEYS: KeysetKey[] = [
+  { column: 'started_at', field: 'startedAt', type: 'date', direction: 'asc' },
+  { column: 'id', field: 'id', type: 'text', direction: 'asc' },
+];
+
+export async function queryCalls(em: Em, user: AuthUser, query: CallQueryReq, page: Page): Promise<CursorPage<CallDto>> {
   requireProjectAccess(user, query.project_id, 'read');
   const filter = query.filter ?? {};
+  const fingerprint = queryFingerprint({ of: 'calls', project_id: query.project_id, filter });
+  let after = {};
+  if (page.cursor !== undefined) {
+    const [startedAt, id] = decodeCursor(em, page.cursor, fingerprint, CALL_KEYS);
+    const at = dateFromSql(startedAt);
+    // started_at >= at and (started_at > at or id > id): the keyset, with the index's range first.
+    after = { startedAt: { $gte: at }, $or: [{ startedAt: { $gt: at } }, { id: { $gt: id as string } }] };
+  }
   const rows = await em.find(
     Call,
     {
@@ -126,8 +142,10 @@ export async function queryCalls(em: Em, user: AuthUser, query: CallQueryReq, pa
       ...(filter.call_ids ? { id: { $in: filter.call_ids } } : {}),
       ...(filter.op_names ? { opName: { $in: filter.op_names } } : {}),
       ...(filter.trace_ids ? { traceId: { $in: filter.trace_ids } } : {}),
+      ...after,
     },
-    { orderBy: { startedAt: 'asc', id: 'asc' }, limit: page.limit, offset: page.offset },
+    { orderBy: { startedAt: 'asc', id: 'asc' }, limit: page.limit + 1, offset: page.offset },
   );
-  return rows.map(toCallDto);
+  const { rows: calls, nextCursor } = pageOf(rows, page.limit, (row) => encodeCursor(fingerprint, CALL_KEYS, row));
+  return { rows: calls.map(toCallDto), nextCursor };
 }

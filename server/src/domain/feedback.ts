@@ -10,7 +10,8 @@ import { lockQueuesForWrite } from './annotation-queues.ts';
 import { checkFeedback, lookupsNeeded, noSuchQueue, type FeedbackLookups } from './feedback-rules.ts';
 import { contentHash, firstPositions, insertThenCompare } from './idempotency.ts';
 import { compileFieldSchema } from './json-schema.ts';
-import type { Page } from './paging.ts';
+import { decodeCursor, encodeCursor, keysetAfter, orderSql, queryFingerprint, type KeysetKey } from './cursor.ts';
+import { pageOf, type CursorPage, type Page } from './paging.ts';
 import { newId } from './ids.ts';
 
 const CHUNK = 1000;
@@ -276,9 +277,15 @@ export async function purgeFeedback(db: SqlScope, user: AuthUser, projectId: str
   return deleted;
 }
 
-const SORT_COLUMNS = { created_at: 'created_at', feedback_type: 'feedback_type', creator: 'creator' } as const;
+const SORT_KEYS = {
+  created_at: { column: 'created_at', field: 'created_at', type: 'date' },
+  feedback_type: { column: 'feedback_type', field: 'feedback_type', type: 'text' },
+  // creator may be null: nulls sort as the largest value on both databases (last ascending, first
+  // descending, PostgreSQL's default).
+  creator: { column: 'creator', field: 'creator', type: 'text', nullable: true },
+} as const satisfies Record<string, Omit<KeysetKey, 'direction'>>;
 
-export async function queryFeedback(db: SqlScope, user: AuthUser, req: FeedbackQueryReq, page: Page): Promise<Feedback[]> {
+export async function queryFeedback(db: SqlScope, user: AuthUser, req: FeedbackQueryReq, page: Page): Promise<CursorPage<Feedback>> {
   requireProjectAccess(user, req.project_id, 'read');
   const where = new Conditions();
   where.add('project_id = ?', req.project_id);
@@ -292,16 +299,26 @@ export async function queryFeedback(db: SqlScope, user: AuthUser, req: FeedbackQ
   where.equals('svc_user_id', f.svc_user_id);
   if (f.created_after) where.add('created_at >= ?', sqlDate(db, new Date(f.created_after)));
   if (f.created_before) where.add('created_at < ?', sqlDate(db, new Date(f.created_before)));
-  // creator may be null: nulls sort as the largest value on both databases (last ascending, first
-  // descending, PostgreSQL's default). Only there, so the other keys keep their index order on SQLite.
-  const nulls = (s: { field: string; direction: string }) => (s.field === 'creator' ? ` nulls ${s.direction === 'asc' ? 'last' : 'first'}` : '');
-  const order = [...(req.sort_by ?? [{ field: 'created_at', direction: 'asc' } as const]).map((s) => `${SORT_COLUMNS[s.field]} ${s.direction}${nulls(s)}`), 'id asc'];
-  const rows = await sqlRows<Record<string, unknown>>(db,
+  const keys: KeysetKey[] = [
+    ...(req.sort_by ?? [{ field: 'created_at', direction: 'asc' } as const]).map((s) => ({ ...SORT_KEYS[s.field], direction: s.direction })),
+    { column: 'id', field: 'id', type: 'text', direction: 'asc' },
+  ];
+  const fingerprint = queryFingerprint({ of: 'feedback', project_id: req.project_id, filter: f, keys });
+  if (page.cursor !== undefined) {
+    const bound = keysetAfter(keys, decodeCursor(db, page.cursor, fingerprint, keys));
+    where.add(bound.sql, ...bound.params);
+  }
+  const read = await sqlRows<Record<string, unknown>>(db,
     `select ${COLUMNS.filter((c) => c !== 'request_hash').join(', ')} from feedback
-      where ${where.sql} order by ${order.join(', ')} limit ? offset ?`,
-    [...where.params, page.limit, page.offset],
+      where ${where.sql} order by ${orderSql(keys)} limit ? offset ?`,
+    [...where.params, page.limit + 1, page.offset],
   );
-  return rows.map((row) => ({
+  const { rows, nextCursor } = pageOf(read, page.limit, (row) => encodeCursor(fingerprint, keys, row));
+  return { nextCursor, rows: rows.map(toFeedbackDto) };
+}
+
+function toFeedbackDto(row: Record<string, unknown>): Feedback {
+  return {
     id: row.id as string,
     project_id: row.project_id as string,
     svc_ref: row.svc_ref as string,
@@ -315,5 +332,5 @@ export async function queryFeedback(db: SqlScope, user: AuthUser, req: FeedbackQ
     queue_id: (row.queue_id as string | null) ?? null,
     svc_user_id: row.svc_user_id as string,
     created_at: isoFromSql(row.created_at),
-  }));
+  };
 }

@@ -1,13 +1,30 @@
 import { invalid } from './errors.ts';
 
-export type Paging = { limit?: number | undefined; offset?: number | undefined };
-export type Page = { limit: number; offset: number };
+export type Paging = { limit?: number | undefined; offset?: number | undefined; cursor?: string | undefined };
+/** A page to read: `limit` rows from `offset`, or after `cursor` (never both). */
+export type Page = { limit: number; offset: number; cursor: string | undefined };
 
 export const DEFAULT_LIMIT = 100;
 
-/** Resolves a query's limit and offset against the server's maximum. */
+/** Resolves a query's limit, offset and cursor against the server's maximum. */
 export function resolvePaging(paging: Paging, maxLimit: number): Page {
   const limit = paging.limit ?? DEFAULT_LIMIT;
   if (limit > maxLimit) throw invalid(`limit must be at most ${maxLimit}.`);
-  return { limit, offset: paging.offset ?? 0 };
+  if (paging.cursor !== undefined && paging.offset !== undefined) {
+    throw invalid('cursor and offset cannot be used together: a cursor already says where its page starts.');
+  }
+  return { limit, offset: paging.offset ?? 0, cursor: paging.cursor };
+}
+
+/** A page of rows and the cursor of the page after it (null at the end). */
+export type CursorPage<T> = { rows: T[]; nextCursor: string | null };
+
+/**
+ * The page out of `limit + 1` rows read: the extra row only tells that another page exists, so
+ * that the last page says so (`next_cursor: null`) instead of leading to an empty one.
+ */
+export function pageOf<R>(rows: R[], limit: number, cursorAfter: (row: R) => string): CursorPage<R> {
+  if (rows.length <= limit) return { rows, nextCursor: null };
+  const page = rows.slice(0, limit);
+  return { rows: page, nextCursor: cursorAfter(page.at(-1)!) };
 }

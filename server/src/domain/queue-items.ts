@@ -16,7 +16,8 @@ import {
 import { ensureProject, requireProjectAccess } from './access.ts';
 import { liveQueue, lockQueuesForWrite, queueWriteLockTerm } from './annotation-queues.ts';
 import { notFound, tooLarge } from './errors.ts';
-import type { Page } from './paging.ts';
+import { decodeCursor, encodeCursor, keysetAfter, orderSql, queryFingerprint, type KeysetKey } from './cursor.ts';
+import { pageOf, type Page } from './paging.ts';
 import { newId } from './ids.ts';
 
 const CHUNK = 500;
@@ -145,32 +146,26 @@ export async function addItems(db: SqlScope, user: AuthUser, req: AnnotationQueu
   };
 }
 
-const SORT_COLUMNS: Record<ItemSort['field'], string> = {
-  created_at: 'i.created_at',
-  updated_at: 'i.updated_at',
-  call_started_at: 'i.call_started_at',
-  call_op_name: 'i.call_op_name',
+const SORT_KEYS: Record<ItemSort['field'], Omit<KeysetKey, 'direction'>> = {
+  created_at: { column: 'i.created_at', field: 'created_at', type: 'date' },
+  updated_at: { column: 'i.updated_at', field: 'updated_at', type: 'date' },
+  call_started_at: { column: 'i.call_started_at', field: 'call_started_at', type: 'date' },
+  call_op_name: { column: 'i.call_op_name', field: 'call_op_name', type: 'text' },
 };
 
-type SortKey = { column: string; field: string; direction: 'asc' | 'desc' };
-
 /** The requested order, with `id` ascending always breaking ties. */
-function sortKeys(sort: readonly ItemSort[] | undefined): SortKey[] {
-  const keys = (sort?.length ? sort : [{ field: 'created_at', direction: 'asc' } as const]).map((key) => ({
-    column: SORT_COLUMNS[key.field],
-    field: key.field,
-    direction: key.direction,
-  }));
-  return [...keys, { column: 'i.id', field: 'id', direction: 'asc' }];
+function sortKeys(sort: readonly ItemSort[] | undefined): KeysetKey[] {
+  const keys = (sort?.length ? sort : [{ field: 'created_at', direction: 'asc' } as const]).map(
+    (key): KeysetKey => ({ ...SORT_KEYS[key.field], direction: key.direction }),
+  );
+  return [...keys, { column: 'i.id', field: 'id', type: 'text', direction: 'asc' }];
 }
-
-const orderBy = (keys: readonly SortKey[]) => keys.map((key) => `${key.column} ${key.direction}`).join(', ');
 
 /**
  * `row at or before <row>` in the given order, as SQL with parameters: a lexicographic comparison
  * that honours each key's direction (row values compared the way the database stores them).
  */
-function atOrBefore(keys: readonly SortKey[], row: ItemRow): { sql: string; params: unknown[] } {
+function atOrBefore(keys: readonly KeysetKey[], row: ItemRow): { sql: string; params: unknown[] } {
   const [key, ...rest] = keys;
   if (!key) return { sql: '1 = 1', params: [] };
   const value = row[key.field];
@@ -182,7 +177,12 @@ function atOrBefore(keys: readonly SortKey[], row: ItemRow): { sql: string; para
   };
 }
 
-export async function queryItems(db: SqlScope, user: AuthUser, req: AnnotationQueueItemsQueryReq, page: Page): Promise<AnnotationQueueItem[]> {
+export async function queryItems(
+  db: SqlScope,
+  user: AuthUser,
+  req: AnnotationQueueItemsQueryReq,
+  page: Page,
+): Promise<{ items: AnnotationQueueItem[]; next_cursor: string | null }> {
   requireProjectAccess(user, req.project_id, 'read');
   await liveQueue(db, req.project_id, req.queue_id);
   const where = new Conditions();
@@ -195,17 +195,23 @@ export async function queryItems(db: SqlScope, user: AuthUser, req: AnnotationQu
   where.inList('i.state', filter.annotation_states);
   const filtered = where.count > 1;
   const keys = sortKeys(req.sort_by);
-  const order = orderBy(keys);
-  const rows = await sqlRows<ItemRow>(db,
-    `select ${ITEM_COLUMNS} from annotation_queue_items i where ${where.sql} order by ${order} limit ? offset ?`,
-    [...where.params, page.limit, page.offset],
-  );
-  if (!req.include_position) return rows.map((row) => toItemDto(row));
-  if (!filtered) {
-    // Unfiltered, the page is a window of the queue's own order: ranks follow from the offset.
-    return rows.map((row, index) => toItemDto(row, page.offset + index + 1));
+  const fingerprint = queryFingerprint({ of: 'items', project_id: req.project_id, queue_id: req.queue_id, filter, keys });
+  if (page.cursor !== undefined) {
+    const bound = keysetAfter(keys, decodeCursor(db, page.cursor, fingerprint, keys));
+    where.add(bound.sql, ...bound.params);
   }
-  return rows.map((row) => toItemDto(row, null)).map(withPositions(await positionsOf(db, req.queue_id, keys, rows)));
+  const read = await sqlRows<ItemRow>(db,
+    `select ${ITEM_COLUMNS} from annotation_queue_items i where ${where.sql} order by ${orderSql(keys)} limit ? offset ?`,
+    [...where.params, page.limit + 1, page.offset],
+  );
+  const { rows, nextCursor } = pageOf(read, page.limit, (row) => encodeCursor(fingerprint, keys, row));
+  const result = (items: AnnotationQueueItem[]) => ({ items, next_cursor: nextCursor });
+  if (!req.include_position) return result(rows.map((row) => toItemDto(row)));
+  if (!filtered && page.cursor === undefined) {
+    // Unfiltered, the page is a window of the queue's own order: ranks follow from the offset.
+    return result(rows.map((row, index) => toItemDto(row, page.offset + index + 1)));
+  }
+  return result(rows.map((row) => toItemDto(row, null)).map(withPositions(await positionsOf(db, req.queue_id, keys, rows))));
 }
 
 /**
@@ -213,7 +219,7 @@ export async function queryItems(db: SqlScope, user: AuthUser, req: AnnotationQu
  * the queue up to the page's last row is ranked: the cost follows the page's depth, not the
  * queue's size.
  */
-async function positionsOf(db: SqlScope, queueId: string, keys: readonly SortKey[], rows: readonly ItemRow[]): Promise<Map<string, number>> {
+async function positionsOf(db: SqlScope, queueId: string, keys: readonly KeysetKey[], rows: readonly ItemRow[]): Promise<Map<string, number>> {
   const last = rows.at(-1);
   if (!last) return new Map();
   const bound = atOrBefore(keys, last);
@@ -223,7 +229,7 @@ async function positionsOf(db: SqlScope, queueId: string, keys: readonly SortKey
   const range = `${lead.column} ${lead.direction === 'asc' ? '<=' : '>='} ?`;
   const ranked = await sqlRows<{ id: string; position: number | string }>(db,
     `select r.id, r.position from (
-        select i.id, row_number() over (order by ${orderBy(keys)}) as position
+        select i.id, row_number() over (order by ${orderSql(keys)}) as position
           from annotation_queue_items i where i.queue_id = ? and i.deleted_at is null and ${range} and ${bound.sql}
       ) r where r.id in (${placeholders(rows.length)})`,
     [queueId, last[lead.field], ...bound.params, ...rows.map((row) => row.id)],

@@ -43,9 +43,7 @@ const itemsRouter = router({
     .meta(rest({ method: 'POST', path: '/annotation_queues/{queue_id}/items/query', tags, summary: 'Query the items of a queue', answers: [404] }))
     .input(AnnotationQueueItemsQueryReq)
     .output(AnnotationQueueItemsQueryRes)
-    .query(async ({ ctx, input }) => ({
-      items: await queryItems(ctx.db, ctx.user, input, resolvePaging(input, ctx.services.config.limits.queryLimit)),
-    })),
+    .query(({ ctx, input }) => queryItems(ctx.db, ctx.user, input, resolvePaging(input, ctx.services.config.limits.queryLimit))),
 
   claim: protectedProcedure
     .meta(rest({ method: 'POST', path: '/annotation_queues/{queue_id}/items/claim', tags, summary: 'Take the next item to annotate, with a lease', answers: [404] }))

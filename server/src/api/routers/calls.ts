@@ -21,7 +21,8 @@ export const callsRouter = router({
     .meta(rest({ method: 'POST', path: '/calls/query', tags: ['calls'], summary: 'Query calls, ordered by started_at, id' }))
     .input(CallQueryReq)
     .output(CallQueryRes)
-    .query(async ({ ctx, input }) => ({
-      calls: await queryCalls(ctx.unitOfWork(), ctx.user, input, resolvePaging(input, ctx.services.config.limits.queryLimit)),
-    })),
+    .query(async ({ ctx, input }) => {
+      const page = await queryCalls(ctx.unitOfWork(), ctx.user, input, resolvePaging(input, ctx.services.config.limits.queryLimit));
+      return { calls: page.rows, next_cursor: page.nextCursor };
+    }),
 });

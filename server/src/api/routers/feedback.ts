@@ -44,9 +44,10 @@ export const feedbackRouter = router({
     .meta(rest({ method: 'POST', path: '/feedback/query', tags, summary: 'Query feedback, ordered by created_at, id' }))
     .input(FeedbackQueryReq)
     .output(FeedbackQueryRes)
-    .query(async ({ ctx, input }) => ({
-      result: await queryFeedback(ctx.db, ctx.user, input, resolvePaging(input, ctx.services.config.limits.queryLimit)),
-    })),
+    .query(async ({ ctx, input }) => {
+      const page = await queryFeedback(ctx.db, ctx.user, input, resolvePaging(input, ctx.services.config.limits.queryLimit));
+      return { result: page.rows, next_cursor: page.nextCursor };
+    }),
 
   purge: protectedProcedure
     .meta(rest({ method: 'POST', path: '/feedback/purge', tags, summary: 'Delete feedback records by id' }))

@@ -1,0 +1,265 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describeEachBackend } from '../harness/backends.ts';
+import { client, createUser, rest, type CreatedKeyForTest } from '../harness/http.ts';
+import { batchCreate, freeForm, type StoredFeedback } from '../harness/feedback.ts';
+import { addItems, createCalls, createQueue, queueWithItems, uniqueId, type Item } from '../harness/queues.ts';
+import { startTestServer, type TestServer } from '../harness/server.ts';
+
+// Contract 5.6: `cursor` / `next_cursor` on the calls, feedback and items queries.
+
+type Page<T> = { rows: T[]; next_cursor: string | null };
+const ids = (rows: readonly { id: string }[]) => rows.map((row) => row.id);
+const FOREIGN = 'cursor does not belong to this query';
+
+describeEachBackend('cursor paging', (backend) => {
+  let server: TestServer;
+  let member: CreatedKeyForTest;
+  const projectId = `acme/cursor-${backend.name}`;
+  beforeAll(async () => {
+    server = await startTestServer(backend);
+    member = await createUser(server, { entity: 'acme', role: 'member' });
+  });
+  afterAll(() => server?.stop());
+
+  async function itemsPage(queueId: string, body: Record<string, unknown>): Promise<Page<Item>> {
+    const reply = await rest(server, 'POST', `/annotation_queues/${queueId}/items/query`, { key: member.api_key, body: { project_id: projectId, ...body } });
+    expect(reply.status, reply.text).toBe(200);
+    return { rows: reply.body.items, next_cursor: reply.body.next_cursor };
+  }
+
+  async function feedbackPage(body: Record<string, unknown>): Promise<Page<StoredFeedback>> {
+    const reply = await rest(server, 'POST', '/feedback/query', { key: member.api_key, body: { project_id: projectId, ...body } });
+    expect(reply.status, reply.text).toBe(200);
+    return { rows: reply.body.result, next_cursor: reply.body.next_cursor };
+  }
+
+  /** Every row by following next_cursor from the first page; also counts the pages. */
+  async function follow<T>(read: (cursor: string | undefined) => Promise<Page<T>>): Promise<{ rows: T[]; pages: number }> {
+    const rows: T[] = [];
+    let cursor: string | undefined;
+    for (let pages = 1; ; pages++) {
+      const page = await read(cursor);
+      expect(page.rows.length, 'a page a cursor leads to is never empty').toBeGreaterThan(0);
+      rows.push(...page.rows);
+      if (page.next_cursor === null) return { rows, pages };
+      cursor = page.next_cursor;
+    }
+  }
+
+  describe('items', () => {
+    let queueId: string;
+    let all: Item[];
+    beforeAll(async () => {
+      // Nine calls with repeated op names and start times, so that every sort has ties that id breaks.
+      const callIds = await createCalls(
+        server,
+        member.api_key,
+        projectId,
+        Array.from({ length: 9 }, (_, i) => ({
+          id: uniqueId(`c${i}`),
+          op_name: ['b', 'a', 'c'][i % 3]!,
+          started_at: `2026-01-0${1 + (i % 2)}T00:00:00.000Z`,
+        })),
+      );
+      queueId = await createQueue(server, member.api_key, projectId);
+      // Added one by one so that created_at differs between some items and ties between others.
+      for (const chunk of [callIds.slice(0, 4), callIds.slice(4)]) await addItems(server, member.api_key, projectId, queueId, chunk);
+      all = (await itemsPage(queueId, { limit: 100 })).rows;
+      expect(all).toHaveLength(9);
+    });
+
+    it('answers next_cursor: null on the last page, and a cursor when rows remain', async () => {
+      expect((await itemsPage(queueId, { limit: 100 })).next_cursor).toBeNull();
+      expect((await itemsPage(queueId, { limit: 9 })).next_cursor).toBeNull();
+      expect(typeof (await itemsPage(queueId, { limit: 8 })).next_cursor).toBe('string');
+      // An offset page gives a cursor too, which continues after its last row.
+      const offsetPage = await itemsPage(queueId, { limit: 2, offset: 3 });
+      expect(ids((await itemsPage(queueId, { limit: 2, cursor: offsetPage.next_cursor })).rows)).toEqual(ids(all.slice(5, 7)));
+    });
+
+    const sorts: Record<string, unknown>[][] = [
+      [],
+      ...['created_at', 'updated_at', 'call_started_at', 'call_op_name'].flatMap((field) => [
+        [{ field, direction: 'asc' }],
+        [{ field, direction: 'desc' }],
+      ]),
+      [
+        { field: 'call_op_name', direction: 'desc' },
+        { field: 'call_started_at', direction: 'asc' },
+      ],
+    ];
+    for (const sort_by of sorts) {
+      it(`follows the cursor through the whole queue in the order ${JSON.stringify(sort_by)}`, async () => {
+        const body = sort_by.length ? { sort_by } : {};
+        const whole = (await itemsPage(queueId, { ...body, limit: 100 })).rows;
+        for (const limit of [1, 2, 3, 4]) {
+          const paged = await follow((cursor) => itemsPage(queueId, { ...body, limit, ...(cursor ? { cursor } : {}) }));
+          expect(ids(paged.rows), `limit ${limit}`).toEqual(ids(whole));
+          expect(paged.pages).toBe(Math.ceil(9 / limit));
+        }
+      });
+    }
+
+    it('follows the cursor within a filter, and ranks the page with include_position', async () => {
+      const filter = { call_op_names: ['a', 'c'] };
+      const whole = (await itemsPage(queueId, { filter, limit: 100, include_position: true })).rows;
+      expect(whole).toHaveLength(6);
+      const paged = await follow((cursor) => itemsPage(queueId, { filter, limit: 4, include_position: true, ...(cursor ? { cursor } : {}) }));
+      expect(paged.rows).toEqual(whole);
+      expect(paged.rows.map((item) => item.position_in_queue)).toEqual(paged.rows.map((item) => ids(all).indexOf(item.id) + 1));
+    });
+
+    it('continues without gap or repeat while items are being added', async () => {
+      const { queueId: growing, items: before } = await queueWithItems(server, member.api_key, projectId, 40);
+      const added: string[] = [];
+      let reading = true;
+      // A writer adds items (each later in created_at order) for as long as the reader pages.
+      const writer = (async () => {
+        while (reading) {
+          const [callId] = await createCalls(server, member.api_key, projectId, [{ id: uniqueId('late') }]);
+          await addItems(server, member.api_key, projectId, growing, [callId!]);
+          added.push(callId!);
+        }
+      })();
+      const paged = await follow((cursor) => itemsPage(growing, { limit: 3, ...(cursor ? { cursor } : {}) }));
+      reading = false;
+      await writer;
+      expect(added.length, 'items were added while paging').toBeGreaterThan(0);
+      const seen = ids(paged.rows);
+      expect(new Set(seen).size, 'no item twice').toBe(seen.length);
+      expect(seen.slice(0, 40), 'every item there before, in order').toEqual(ids(before));
+      // What came after is a run of the added items, in the queue's order: nothing skipped between them.
+      const everything = (await itemsPage(growing, { limit: 1000 })).rows;
+      expect(seen).toEqual(ids(everything.slice(0, seen.length)));
+    });
+
+    it('refuses a cursor with offset, and a cursor of another queue, filter, sort or project', async () => {
+      const { next_cursor: cursor } = await itemsPage(queueId, { limit: 2 });
+      const refused = async (id: string, body: Record<string, unknown>, project = projectId) => {
+        const reply = await rest(server, 'POST', `/annotation_queues/${id}/items/query`, { key: member.api_key, body: { project_id: project, ...body } });
+        expect(reply.status, reply.text).toBe(400);
+        return reply.body.reason as string;
+      };
+      expect(await refused(queueId, { cursor, offset: 0 })).toMatch(/cursor and offset/);
+      const otherQueue = (await queueWithItems(server, member.api_key, projectId, 1)).queueId;
+      expect(await refused(otherQueue, { cursor })).toContain(FOREIGN);
+      expect(await refused(queueId, { cursor, filter: { call_op_names: ['a'] } })).toContain(FOREIGN);
+      expect(await refused(queueId, { cursor, sort_by: [{ field: 'created_at', direction: 'desc' }] })).toContain(FOREIGN);
+      const otherProject = `acme/cursor-other-${backend.name}`;
+      const foreignQueue = (await queueWithItems(server, member.api_key, otherProject, 1)).queueId;
+      expect(await refused(foreignQueue, { cursor }, otherProject)).toContain(FOREIGN);
+      // A feedback cursor is not an items cursor.
+      await batchCreate(server, member.api_key, [freeForm(projectId), freeForm(projectId)]);
+      const feedbackCursor = (await feedbackPage({ limit: 1 })).next_cursor;
+      expect(await refused(queueId, { cursor: feedbackCursor })).toContain(FOREIGN);
+      // Garbage, and a well-formed cursor whose values have the wrong types: 400, never a database error.
+      expect(await refused(queueId, { cursor: 'not a cursor' })).toMatch(/not a cursor/);
+      const body = JSON.parse(Buffer.from(cursor!, 'base64url').toString());
+      for (const k of [[1, 2], [{ d: 'yesterday' }, 'x'], ['2026-01-01', 'x'], [null, 'x'], [{ d: '2026-01-01T00:00:00Z' }]]) {
+        const forged = Buffer.from(JSON.stringify({ ...body, k })).toString('base64url');
+        expect(await refused(queueId, { cursor: forged }), JSON.stringify(k)).toMatch(/not a cursor/);
+      }
+      expect(await refused(queueId, { cursor: 'x'.repeat(5000) })).toMatch(/cursor/);
+    });
+  });
+
+  describe('feedback', () => {
+    const feedbackProject = `acme/cursor-feedback-${backend.name}`;
+    beforeAll(async () => {
+      // Creators with ties and nulls, in three batches (three created_at values).
+      for (let b = 0; b < 3; b++) {
+        const batch = Array.from({ length: 5 }, (_, i) =>
+          freeForm(feedbackProject, { feedback_type: `t${i % 2}`, ...(i % 3 === 0 ? {} : { creator: `c${(i + b) % 2}` }) }),
+        );
+        const reply = await batchCreate(server, member.api_key, batch);
+        expect(reply.status, reply.text).toBe(200);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    });
+    const page = (body: Record<string, unknown>) => feedbackPage({ ...body, project_id: feedbackProject });
+
+    for (const sort_by of [
+      undefined,
+      [{ field: 'created_at', direction: 'desc' }],
+      [{ field: 'creator', direction: 'asc' }],
+      [{ field: 'creator', direction: 'desc' }],
+      [
+        { field: 'feedback_type', direction: 'desc' },
+        { field: 'creator', direction: 'asc' },
+      ],
+    ]) {
+      it(`follows the cursor in the order ${JSON.stringify(sort_by ?? 'default')} (nullable creator included)`, async () => {
+        const body = sort_by ? { sort_by } : {};
+        const whole = (await page({ ...body, limit: 100 })).rows;
+        expect(whole).toHaveLength(15);
+        for (const limit of [1, 4, 7]) {
+          const paged = await follow((cursor) => page({ ...body, limit, ...(cursor ? { cursor } : {}) }));
+          expect(ids(paged.rows), `limit ${limit}`).toEqual(ids(whole));
+        }
+      });
+    }
+
+    it('continues without gap or repeat while records are being added', async () => {
+      const project = `acme/cursor-growing-${backend.name}`;
+      const first = Array.from({ length: 30 }, () => freeForm(project));
+      expect((await batchCreate(server, member.api_key, first)).status).toBe(200);
+      let reading = true;
+      let added = 0;
+      const writer = (async () => {
+        while (reading) {
+          expect((await batchCreate(server, member.api_key, [freeForm(project)])).status).toBe(200);
+          added++;
+        }
+      })();
+      const paged = await follow((cursor) => feedbackPage({ project_id: project, limit: 4, ...(cursor ? { cursor } : {}) }));
+      reading = false;
+      await writer;
+      expect(added).toBeGreaterThan(0);
+      const seen = ids(paged.rows);
+      expect(new Set(seen).size).toBe(seen.length);
+      const everything = (await feedbackPage({ project_id: project, limit: 1000 })).rows;
+      expect(seen).toEqual(ids(everything.slice(0, seen.length)));
+      expect(new Set(seen)).toEqual(new Set([...seen, ...first.map((f) => f.id as string)]));
+    });
+
+    it('binds the cursor to the filter', async () => {
+      const { next_cursor } = await page({ limit: 2 });
+      const reply = await rest(server, 'POST', '/feedback/query', {
+        key: member.api_key,
+        body: { project_id: feedbackProject, cursor: next_cursor, filter: { feedback_types: ['t0'] } },
+      });
+      expect(reply.status).toBe(400);
+      expect(reply.body.reason).toContain(FOREIGN);
+    });
+  });
+
+  describe('calls, through the tRPC client', () => {
+    it('pages by cursor within a filter, binds the cursor to it, and refuses cursor with offset', async () => {
+      const project = `acme/cursor-calls-${backend.name}`;
+      const made = await createCalls(
+        server,
+        member.api_key,
+        project,
+        Array.from({ length: 11 }, (_, i) => ({ id: uniqueId('k'), op_name: i % 2 ? 'odd' : 'even', started_at: `2026-02-0${1 + (i % 3)}T00:00:00.000Z` })),
+      );
+      const trpc = client(server, member.api_key);
+      const filter = { op_names: ['even'] };
+      const whole = await trpc.calls.query.query({ project_id: project, filter, limit: 100 });
+      expect(whole.calls).toHaveLength(6);
+      expect(whole.next_cursor).toBeNull();
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await trpc.calls.query.query({ project_id: project, filter, limit: 4, ...(cursor ? { cursor } : {}) });
+        seen.push(...ids(page.calls));
+        cursor = page.next_cursor ?? undefined;
+      } while (cursor);
+      expect(seen).toEqual(ids(whole.calls));
+      expect(new Set(seen)).toEqual(new Set(made.filter((_, i) => i % 2 === 0)));
+
+      const { next_cursor } = await trpc.calls.query.query({ project_id: project, filter, limit: 1 });
+      await expect(trpc.calls.query.query({ project_id: project, limit: 1, cursor: next_cursor! })).rejects.toThrow(FOREIGN);
+      await expect(trpc.calls.query.query({ project_id: project, filter, offset: 1, cursor: next_cursor! })).rejects.toThrow(/cursor and offset/);
+    });
+  });
+});
