@@ -77,6 +77,8 @@ const Env = z.object({
   LOUPE_DB_STATEMENT_TIMEOUT_MS: int(100, 3_600_000).default(30_000),
   LOUPE_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: int(100, 3_600_000).default(30_000),
   LOUPE_SHUTDOWN_TIMEOUT_MS: int(0, 600_000).default(10_000),
+  LOUPE_EVENT_STREAMS_PER_KEY: int(1, 100_000).default(20),
+  LOUPE_EVENT_STREAMS_PER_PROCESS: int(1, 1_000_000).default(2_000),
   LOUPE_CATALOG_WATCH: bool.default(true),
   LOUPE_TRUST_PROXY: TrustProxy.default(false),
 });
@@ -104,6 +106,8 @@ export type Config = {
   dbPoolSize: number;
   dbTimeouts: DatabaseTimeouts;
   shutdownTimeoutMs: number;
+  /** Open live-event streams (annotationQueues.events) one API key, and one process in all, may hold. */
+  eventStreams: { perKey: number; perProcess: number };
   watchCatalog: boolean;
   /** Express's `trust proxy`: false, a hop count, or addresses/CIDRs. */
   trustProxy: false | number | string[];
@@ -143,6 +147,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       idleInTransactionMs: e.LOUPE_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS,
     },
     shutdownTimeoutMs: e.LOUPE_SHUTDOWN_TIMEOUT_MS,
+    eventStreams: { perKey: e.LOUPE_EVENT_STREAMS_PER_KEY, perProcess: e.LOUPE_EVENT_STREAMS_PER_PROCESS },
     watchCatalog: e.LOUPE_CATALOG_WATCH,
     trustProxy: e.LOUPE_TRUST_PROXY,
   };

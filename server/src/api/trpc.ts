@@ -10,10 +10,22 @@ import { findUnstorableText } from './text-safety.ts';
 /** The id of the typed-door request being answered, for errors tRPC raises before a context exists. */
 export const typedDoorRequestId = new AsyncLocalStorage<string>();
 
+/**
+ * Event streams (subscriptions over server-sent events) carry a comment line this often when
+ * nothing else is sent, so that proxies and load balancers do not end them as idle (their
+ * timeouts are commonly 30–60 s); a client that hears nothing, not even that, for three intervals
+ * takes the connection for dead and reconnects.
+ */
+export const EVENT_STREAM_PING_MS = 10_000;
+
 const t = initTRPC
   .context<Context>()
   .meta<OpenApiMeta>()
   .create({
+    sse: {
+      ping: { enabled: true, intervalMs: EVENT_STREAM_PING_MS },
+      client: { reconnectAfterInactivityMs: 3 * EVENT_STREAM_PING_MS },
+    },
     errorFormatter({ shape, error, ctx }) {
       const { stack: _stack, ...data } = shape.data;
       return {

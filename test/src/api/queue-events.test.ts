@@ -1,0 +1,203 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describeEachBackend } from '../harness/backends.ts';
+import { client, createUser, rest, type CreatedKeyForTest } from '../harness/http.ts';
+import { eventually, recordEvents } from '../harness/queue-events.ts';
+import { claim, createQueue, createSomeCalls, progress, queueWithItems, addItems } from '../harness/queues.ts';
+import { startTestServer, type TestServer } from '../harness/server.ts';
+
+// Contract 5.8: annotationQueues.events, a tRPC subscription over server-sent events.
+
+const LIVE_MS = 2_000;
+
+describeEachBackend('live queue events', (backend) => {
+  let server: TestServer;
+  let member: CreatedKeyForTest;
+  let viewer: CreatedKeyForTest;
+  let outsider: CreatedKeyForTest;
+  const projectId = 'acme/live';
+  const subscribers = () => server.server.services.queueEvents.subscriberCount;
+  const openStreams = () => server.server.services.eventStreams.open;
+
+  beforeAll(async () => {
+    server = await startTestServer(backend);
+    member = await createUser(server, { entity: 'acme', role: 'member' });
+    viewer = await createUser(server, { entity: 'acme', role: 'viewer' });
+    outsider = await createUser(server, { entity: 'other', role: 'member' });
+  });
+  afterAll(async () => server?.stop());
+
+  it('yields every kind of change of the queue within 2 s, ids only; a viewer may subscribe', async () => {
+    const { queueId } = await queueWithItems(server, member.api_key, projectId, 2);
+    const live = recordEvents(client(server, viewer.api_key), { project_id: projectId, queue_id: queueId });
+    await live.started;
+    const shape = (event: object) => expect(Object.keys(event).sort()).toEqual(expect.arrayContaining(['at', 'queue_id', 'type']));
+    try {
+      let from = live.events.length;
+      const [call] = await createSomeCalls(server, member.api_key, projectId, 1);
+      await addItems(server, member.api_key, projectId, queueId, [call!]);
+      let seen = await live.next((e) => e.type === 'items_added', from);
+      expect(seen.waitedMs).toBeLessThan(LIVE_MS);
+      expect(seen.event).toEqual({ type: 'items_added', queue_id: queueId, at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/) });
+
+      from = live.events.length;
+      const claimed = await claim(server, member.api_key, projectId, queueId);
+      expect(claimed.status).toBe(200);
+      const itemId = claimed.body.item.id as string;
+      seen = await live.next((e) => e.type === 'progress', from);
+      expect(seen.waitedMs).toBeLessThan(LIVE_MS);
+      expect(seen.event).toMatchObject({ type: 'progress', queue_id: queueId, item_id: itemId });
+
+      from = live.events.length;
+      expect((await progress(server, member.api_key, projectId, queueId, itemId, 'completed')).status).toBe(200);
+      seen = await live.next((e) => e.type === 'progress', from);
+      expect(seen.waitedMs).toBeLessThan(LIVE_MS);
+      expect(seen.event).toMatchObject({ type: 'progress', queue_id: queueId, item_id: itemId });
+
+      from = live.events.length;
+      expect((await rest(server, 'DELETE', `/annotation_queues/${queueId}/items/${itemId}?project_id=${projectId}`, { key: member.api_key })).status).toBe(200);
+      seen = await live.next((e) => e.type === 'items_deleted', from);
+      expect(seen.waitedMs).toBeLessThan(LIVE_MS);
+      expect(seen.event).toMatchObject({ type: 'items_deleted', queue_id: queueId, item_id: itemId });
+
+      from = live.events.length;
+      const put = await rest(server, 'PUT', `/annotation_queues/${queueId}`, { key: member.api_key, body: { project_id: projectId, description: 'live' } });
+      expect(put.status).toBe(200);
+      seen = await live.next((e) => e.type === 'queue_updated', from);
+      expect(seen.waitedMs).toBeLessThan(LIVE_MS);
+      expect(seen.event).toEqual({ type: 'queue_updated', queue_id: queueId, at: expect.any(String) });
+
+      from = live.events.length;
+      expect((await rest(server, 'DELETE', `/annotation_queues/${queueId}?project_id=${projectId}`, { key: member.api_key })).status).toBe(200);
+      seen = await live.next((e) => e.type === 'queue_updated', from);
+      expect(seen.waitedMs).toBeLessThan(LIVE_MS);
+      live.events.forEach(shape);
+      expect(live.error()).toBeUndefined();
+    } finally {
+      live.stop();
+    }
+  });
+
+  it('sends nothing for a write that fails or changes nothing, nor for other queues', async () => {
+    const { queueId, items } = await queueWithItems(server, member.api_key, projectId, 1);
+    const other = await queueWithItems(server, member.api_key, projectId, 1);
+    const live = recordEvents(client(server, member.api_key), { project_id: projectId, queue_id: queueId });
+    await live.started;
+    try {
+      const item = items[0]!;
+      expect((await progress(server, member.api_key, projectId, queueId, item.id, 'skipped')).status).toBe(200);
+      await live.next((e) => e.type === 'progress', 0);
+      const after = live.events.length;
+      // The same state again (nothing written), a refused transition, a write to another queue.
+      expect((await progress(server, member.api_key, projectId, queueId, item.id, 'skipped')).status).toBe(200);
+      expect((await progress(server, member.api_key, projectId, queueId, item.id, 'completed')).status).toBe(400);
+      expect((await progress(server, member.api_key, projectId, other.queueId, other.items[0]!.id, 'completed')).status).toBe(200);
+      // A marker write last: every event before it has arrived when it has.
+      const put = await rest(server, 'PUT', `/annotation_queues/${queueId}`, { key: member.api_key, body: { project_id: projectId, name: 'marker' } });
+      expect(put.status).toBe(200);
+      await live.next((e) => e.type === 'queue_updated', after);
+      expect(live.events.slice(after).map((e) => e.type)).toEqual(['queue_updated']);
+    } finally {
+      live.stop();
+    }
+  });
+
+  it('gives back its subscriber and its slot when the client unsubscribes', async () => {
+    const queueId = await createQueue(server, member.api_key, projectId);
+    await eventually(subscribers, 0);
+    const before = { subscribers: subscribers(), open: openStreams() };
+    const streams = [1, 2, 3].map(() => recordEvents(client(server, member.api_key), { project_id: projectId, queue_id: queueId }));
+    await Promise.all(streams.map((s) => s.started));
+    expect(subscribers()).toBe(before.subscribers + 3);
+    expect(openStreams()).toBe(before.open + 3);
+    for (const stream of streams) stream.stop();
+    await eventually(subscribers, before.subscribers);
+    await eventually(openStreams, before.open);
+  });
+
+  it('authorizes like reading the queue: 401, 403, 404, 400 with a reason', async () => {
+    const queueId = await createQueue(server, member.api_key, projectId);
+    const cases: { key: string; input: { project_id: string; queue_id: string }; status: number }[] = [
+      { key: 'lp_not-a-key', input: { project_id: projectId, queue_id: queueId }, status: 401 },
+      { key: outsider.api_key, input: { project_id: projectId, queue_id: queueId }, status: 403 },
+      { key: member.api_key, input: { project_id: projectId, queue_id: 'no-such-queue' }, status: 404 },
+      { key: member.api_key, input: { project_id: 'not a project', queue_id: queueId }, status: 400 },
+    ];
+    for (const { key, input, status } of cases) {
+      const live = recordEvents(client(server, key), input);
+      const error = await live.failure();
+      expect(error.data?.httpStatus, error.message).toBe(status);
+      expect((error.shape as { reason?: string }).reason).toEqual(expect.any(String));
+      live.stop();
+    }
+    await eventually(subscribers, 0);
+  });
+
+  it('is served at the typed door only: no REST route, not in the OpenAPI document', async () => {
+    const queueId = await createQueue(server, member.api_key, projectId);
+    expect((await rest(server, 'GET', `/annotation_queues/${queueId}/events?project_id=${projectId}`, { key: member.api_key })).status).toBe(404);
+    const document = await rest(server, 'GET', '/openapi.json');
+    expect(JSON.stringify(document.body)).not.toContain('events');
+  });
+
+  it('sends the key in the Authorization header, never in the URL', async () => {
+    const queueId = await createQueue(server, member.api_key, projectId);
+    const live = recordEvents(client(server, member.api_key), { project_id: projectId, queue_id: queueId });
+    await live.started;
+    live.stop();
+    // The access line is written when the stream's response ends.
+    const streamLines = () => server.logs.filter((l) => typeof l.url === 'string' && decodeURIComponent(l.url as string).includes(queueId));
+    await eventually(() => streamLines().length > 0, true);
+    for (const line of streamLines()) {
+      expect(line.url as string).toMatch(/^\/trpc\/annotationQueues\.events\?input=/);
+      expect(decodeURIComponent(line.url as string)).not.toContain(member.api_key);
+    }
+  });
+});
+
+describeEachBackend('live queue event limits', (backend) => {
+  let server: TestServer;
+  const projectId = 'acme/caps';
+
+  beforeAll(async () => {
+    server = await startTestServer(backend, { LOUPE_EVENT_STREAMS_PER_KEY: '2', LOUPE_EVENT_STREAMS_PER_PROCESS: '3' });
+  });
+  afterAll(async () => server?.stop());
+
+  it('refuses a stream over the per-key or per-process limit with 429 and a reason, and takes one again once a stream ends', async () => {
+    const a = await createUser(server, { entity: 'acme', role: 'member' });
+    const b = await createUser(server, { entity: 'acme', role: 'viewer' });
+    const queueId = await createQueue(server, a.api_key, projectId);
+    const input = { project_id: projectId, queue_id: queueId };
+    const a1 = recordEvents(client(server, a.api_key), input);
+    const a2 = recordEvents(client(server, a.api_key), input);
+    await Promise.all([a1.started, a2.started]);
+
+    const a3 = recordEvents(client(server, a.api_key), input);
+    const perKey = await a3.failure();
+    expect(perKey.data?.httpStatus).toBe(429);
+    expect((perKey.shape as { reason: string; code: string }).reason).toMatch(/this API key already has 2 open event streams/i);
+
+    const b1 = recordEvents(client(server, b.api_key), input);
+    await b1.started;
+    const b2 = recordEvents(client(server, b.api_key), input);
+    const perProcess = await b2.failure();
+    expect(perProcess.data?.httpStatus).toBe(429);
+    expect((perProcess.shape as { reason: string }).reason).toMatch(/as many open event streams as it serves/i);
+
+    a1.stop();
+    await eventually(() => server.server.services.eventStreams.open, 2);
+    const b3 = recordEvents(client(server, b.api_key), input);
+    await b3.started;
+    for (const stream of [a2, a3, b1, b2, b3]) stream.stop();
+    await eventually(() => server.server.services.eventStreams.open, 0);
+  });
+});
+
+describe('live queue event settings', () => {
+  it('are validated at start-up', async () => {
+    const { loadConfig } = await import('@loupe/server');
+    expect(() => loadConfig({ LOUPE_EVENT_STREAMS_PER_KEY: '0' })).toThrow(/LOUPE_EVENT_STREAMS_PER_KEY/);
+    expect(() => loadConfig({ LOUPE_EVENT_STREAMS_PER_PROCESS: 'many' })).toThrow(/LOUPE_EVENT_STREAMS_PER_PROCESS/);
+    expect(loadConfig({}).eventStreams).toEqual({ perKey: 20, perProcess: 2000 });
+  });
+});
