@@ -70,11 +70,15 @@ async function serve(config: Config, log: Logger, catalog: ModelCatalog, unlock 
       // Open event streams would hold their connections to the end: they end now, and their
       // clients reconnect (to another process, or to this service once it is back).
       services.queueEvents.endStreams();
+      // Their keep-alive connections (and any other) close as soon as they go idle, instead of at
+      // the shutdown timeout; a client reconnecting meanwhile would otherwise hold them open.
+      const idleSweep = setInterval(() => server.closeIdleConnections(), 50);
       const timer = setTimeout(() => {
         log.warn({ timeout_ms: config.shutdownTimeoutMs }, 'shutdown timeout: closing remaining connections');
         server.closeAllConnections();
       }, config.shutdownTimeoutMs);
       await closed;
+      clearInterval(idleSweep);
       // A response's access line and metrics are written when it closes, which can come after
       // the server's own close callback.
       await drained();
