@@ -47,6 +47,18 @@ function underErrorPolicy<R extends { ok: true } | { ok: false; error: TRPCError
   return result;
 }
 
+/**
+ * A subscription's events, with an error that ends the stream passed through the error policy too
+ * (tRPC sends it as the stream's error event, outside the middleware that handles calls).
+ */
+export async function* streamUnderErrorPolicy<T>(events: AsyncIterable<T>): AsyncGenerator<T> {
+  try {
+    yield* events;
+  } catch (error) {
+    throw normalizeError(error instanceof TRPCError ? error : new TRPCError({ code: 'INTERNAL_SERVER_ERROR', cause: error }));
+  }
+}
+
 /** Every procedure's errors leave through the error policy. */
 const normalized = t.procedure.use(async ({ next }) => underErrorPolicy(await next()));
 

@@ -1,4 +1,5 @@
 import type { AnnotationQueueEvent } from '@loupe/shared';
+import { DomainError } from '../domain/errors.ts';
 import type { QueueEventSubscriber } from './local-fanout.ts';
 
 /**
@@ -8,14 +9,26 @@ import type { QueueEventSubscriber } from './local-fanout.ts';
 const MAX_WAITING = 256;
 
 /**
+ * Why a stream ends that its client should open again: it is sent as a 503, which tRPC's client
+ * answers by reconnecting (a stream that simply ended would be taken as finished for good).
+ */
+export type Renewal = 'shutdown' | 'expired';
+
+const RENEWAL_REASONS: Record<Renewal, string> = {
+  shutdown: 'This server process is shutting down; reconnect.',
+  expired: 'Event streams are renewed periodically, so that credentials are checked again; reconnect.',
+};
+
+/**
  * One subscriber's events as an async iterable (what a tRPC subscription returns). `onEnd` runs
  * once, when the stream ends for any reason: the client went away, the server is shutting down,
- * or the iteration stopped.
+ * the stream reached its longest life, or the iteration stopped.
  */
 export class QueueEventStream implements QueueEventSubscriber, AsyncIterable<AnnotationQueueEvent> {
   #waiting: AnnotationQueueEvent[] = [];
   #wake: (() => void) | undefined;
   #ended = false;
+  #renewal: Renewal | undefined;
   readonly #onEnd: () => void;
 
   constructor(onEnd: () => void) {
@@ -32,9 +45,11 @@ export class QueueEventStream implements QueueEventSubscriber, AsyncIterable<Ann
     this.#wakeUp();
   }
 
-  end(): void {
+  /** Ends the stream; with a renewal, its client is told to reconnect. */
+  end(renewal?: Renewal): void {
     if (this.#ended) return;
     this.#ended = true;
+    this.#renewal = renewal;
     this.#onEnd();
     this.#wakeUp();
   }
@@ -47,7 +62,10 @@ export class QueueEventStream implements QueueEventSubscriber, AsyncIterable<Ann
           yield next;
           continue;
         }
-        if (this.#ended) return;
+        if (this.#ended) {
+          if (this.#renewal) throw new DomainError('unavailable', RENEWAL_REASONS[this.#renewal]);
+          return;
+        }
         await new Promise<void>((resolve) => (this.#wake = resolve));
       }
     } finally {

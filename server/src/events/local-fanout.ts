@@ -3,8 +3,8 @@ import type { AnnotationQueueEvent } from '@loupe/shared';
 /** One subscriber of a queue's events in this process (an open event stream). */
 export type QueueEventSubscriber = {
   push(event: AnnotationQueueEvent): void;
-  /** Ends the subscriber's stream (the server is shutting down). */
-  end(): void;
+  /** Ends the subscriber's stream and tells its client to reconnect (the server is shutting down). */
+  end(renewal: 'shutdown'): void;
 };
 
 /**
@@ -42,7 +42,7 @@ export class LocalFanout {
   }
 
   endAll(): void {
-    for (const set of this.#byQueue.values()) for (const subscriber of set) subscriber.end();
+    for (const set of this.#byQueue.values()) for (const subscriber of set) subscriber.end('shutdown');
   }
 
   /** Open subscriptions in this process. */

@@ -12,7 +12,8 @@ import type { StreamSlots } from './stream-slots.ts';
  * Opens a stream of one queue's events (contract 5.8) for a caller who may read the queue: 403 and
  * 404 as for reading it, 429 over the stream limits. The subscriber is in place when this
  * resolves, so the stream's first message (tRPC's "connected") means no later write is missed.
- * Ends, giving back its slot and subscription, when `signal` aborts (the client went away).
+ * Ends, giving back its slot and subscription, when `signal` aborts (the client went away), and
+ * asks its client to reconnect after `maxLifeMs`.
  */
 export async function openQueueEvents(
   db: SqlScope,
@@ -20,14 +21,18 @@ export async function openQueueEvents(
   req: AnnotationQueueEventsReq,
   bus: QueueEventBus,
   slots: StreamSlots,
-  { signal, readyWaitMs }: { signal: AbortSignal | undefined; readyWaitMs: number },
+  { signal, readyWaitMs, maxLifeMs }: { signal: AbortSignal | undefined; readyWaitMs: number; maxLifeMs: number },
 ): Promise<QueueEventStream> {
   requireProjectAccess(user, req.project_id, 'read');
   await liveQueue(db, req.project_id, req.queue_id);
   const giveBack = slots.take(user.keyId);
   let unsubscribe = () => {};
   const onAbort = () => stream.end();
+  // A stream outlives the check of its credentials: it is renewed (the client reconnects and is
+  // authenticated again), so a revoked key or a lost membership stops receiving within this time.
+  const expiry = setTimeout(() => stream.end('expired'), maxLifeMs);
   const stream = new QueueEventStream(() => {
+    clearTimeout(expiry);
     unsubscribe();
     giveBack();
     signal?.removeEventListener('abort', onAbort);

@@ -1,3 +1,4 @@
+import { revokeKey, unitOfWork } from '@loupe/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeEachBackend } from '../harness/backends.ts';
 import { client, createUser, rest, type CreatedKeyForTest } from '../harness/http.ts';
@@ -193,11 +194,50 @@ describeEachBackend('live queue event limits', (backend) => {
   });
 });
 
+describeEachBackend('live queue event renewal', (backend) => {
+  let server: TestServer;
+  const projectId = 'acme/renewal';
+  const MAX_LIFE_MS = 1_000;
+
+  beforeAll(async () => {
+    server = await startTestServer(backend, { LOUPE_EVENT_STREAM_MAX_LIFE_MS: String(MAX_LIFE_MS) });
+  });
+  afterAll(async () => server?.stop());
+
+  it('renews a stream after its longest life: the client reconnects and is authenticated again, so a revoked key stops there', async () => {
+    const owner = await createUser(server, { entity: 'acme', role: 'member' });
+    const follower = await createUser(server, { entity: 'acme', role: 'viewer' });
+    const queueId = await createQueue(server, owner.api_key, projectId);
+    const starts: number[] = [];
+    const live = recordEvents(client(server, follower.api_key), { project_id: projectId, queue_id: queueId }, () => starts.push(Date.now()));
+    await live.started;
+    try {
+      // Renewed (a 503 the client answers by reconnecting), and events flow on the new stream.
+      await eventually(() => starts.length >= 2, true, MAX_LIFE_MS + 6_000);
+      await eventually(() => server.server.services.eventStreams.open, 1);
+      const from = live.events.length;
+      const put = await rest(server, 'PUT', `/annotation_queues/${queueId}`, { key: owner.api_key, body: { project_id: projectId, description: 'renewed' } });
+      expect(put.status).toBe(200);
+      expect((await live.next((e) => e.type === 'queue_updated', from)).waitedMs).toBeLessThan(LIVE_MS);
+      expect(live.error()).toBeUndefined();
+      expect(server.logs.filter((line) => line.msg === 'request failed')).toEqual([]);
+
+      await revokeKey(unitOfWork(server.server.services.orm), follower.key_id);
+      const refused = await live.failure(MAX_LIFE_MS + 6_000);
+      expect(refused.data?.httpStatus).toBe(401);
+      await eventually(() => server.server.services.eventStreams.open, 0);
+    } finally {
+      live.stop();
+    }
+  });
+});
+
 describe('live queue event settings', () => {
   it('are validated at start-up', async () => {
     const { loadConfig } = await import('@loupe/server');
     expect(() => loadConfig({ LOUPE_EVENT_STREAMS_PER_KEY: '0' })).toThrow(/LOUPE_EVENT_STREAMS_PER_KEY/);
     expect(() => loadConfig({ LOUPE_EVENT_STREAMS_PER_PROCESS: 'many' })).toThrow(/LOUPE_EVENT_STREAMS_PER_PROCESS/);
-    expect(loadConfig({}).eventStreams).toEqual({ perKey: 20, perProcess: 2000 });
+    expect(() => loadConfig({ LOUPE_EVENT_STREAM_MAX_LIFE_MS: '10' })).toThrow(/LOUPE_EVENT_STREAM_MAX_LIFE_MS/);
+    expect(loadConfig({}).eventStreams).toEqual({ perKey: 20, perProcess: 2000, maxLifeMs: 300_000 });
   });
 });

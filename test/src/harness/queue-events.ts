@@ -16,7 +16,7 @@ export type EventRecorder = {
   stop(): void;
 };
 
-export function recordEvents(client: LoupeClient, input: { project_id: string; queue_id: string }): EventRecorder {
+export function recordEvents(client: LoupeClient, input: { project_id: string; queue_id: string }, onEachStart?: () => void): EventRecorder {
   const events: AnnotationQueueEvent[] = [];
   let failed: TRPCClientError<any> | undefined;
   let onStarted!: () => void;
@@ -27,7 +27,10 @@ export function recordEvents(client: LoupeClient, input: { project_id: string; q
   });
   started.catch(() => undefined);
   const subscription = client.annotationQueues.events.subscribe(input, {
-    onStarted: () => onStarted(),
+    onStarted: () => {
+      onEachStart?.();
+      onStarted();
+    },
     onData: (event) => void events.push(event),
     onError: (error) => {
       failed = error instanceof TRPCClientError ? error : new TRPCClientError(String(error));

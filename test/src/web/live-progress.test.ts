@@ -42,8 +42,8 @@ describeInBrowser('live progress in Chromium', () => {
         await page.addInitScript((key: string) => sessionStorage.setItem('loupe.apiKey', key), alice.api_key);
         await page.goto(`${server.url}/app/p/${PROJECT}/q/${queueId}/annotate`);
         const progressLine = page.locator('p.progress');
-        await expect.poll(() => progressLine.innerText()).toMatch(/0 of 3 items done/);
-        await expect.poll(() => progressLine.getAttribute('data-live')).toBe('live');
+        await expect.poll(() => progressLine.innerText(), { timeout: 15_000 }).toMatch(/0 of 3 items done/);
+        await expect.poll(() => progressLine.getAttribute('data-live'), { timeout: 10_000 }).toBe('live');
 
         const claimed = await claim(server, bob.api_key, PROJECT, queueId);
         expect(claimed.status).toBe(200);

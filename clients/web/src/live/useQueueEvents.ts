@@ -12,6 +12,7 @@ export type LiveState = 'connecting' | 'live' | 'offline';
 export const REFETCH_INTERVAL_MS = 500;
 /** After the server refused the stream (e.g. 429: too many open streams), try again this much later. */
 const RETRY_AFTER_REFUSAL_MS = 15_000;
+const RETRY_AFTER_COMPLETE_MS = 1_000;
 
 /**
  * Follows one queue's live events (annotationQueues.events) and invalidates the given TanStack
@@ -62,7 +63,9 @@ export function useQueueEvents(
     let startedBefore = false;
     let retry: ReturnType<typeof setTimeout> | undefined;
     let subscription: { unsubscribe(): void } | undefined;
+    let closed = false;
     const subscribe = () => {
+      if (closed) return;
       setState('connecting');
       subscription = client.annotationQueues.events.subscribe(
         { project_id: projectId, queue_id: queueId },
@@ -77,14 +80,23 @@ export function useQueueEvents(
             if (connection.state === 'connecting' && connection.error) setState('connecting');
           },
           onError: () => {
+            if (closed) return;
             setState('offline');
             retry = setTimeout(subscribe, RETRY_AFTER_REFUSAL_MS);
+          },
+          // The server ended the stream for good (it renews streams with an error the client
+          // answers itself): open a new one.
+          onComplete: () => {
+            if (closed) return;
+            setState('connecting');
+            retry = setTimeout(subscribe, RETRY_AFTER_COMPLETE_MS);
           },
         },
       );
     };
     subscribe();
     return () => {
+      closed = true;
       subscription?.unsubscribe();
       clearTimeout(retry);
       clearTimeout(timer);

@@ -29,7 +29,7 @@ import { updateProgress } from '../../domain/progress.ts';
 import { queueStats } from '../../domain/queue-stats.ts';
 import { addItems, deleteItem, queryItems } from '../../domain/queue-items.ts';
 import { openQueueEvents } from '../../events/open-queue-events.ts';
-import { protectedProcedure, router } from '../trpc.ts';
+import { protectedProcedure, router, streamUnderErrorPolicy } from '../trpc.ts';
 import { rest } from '../rest-meta.ts';
 
 const tags = ['annotation queues'];
@@ -138,11 +138,14 @@ export const annotationQueuesRouter = router({
    */
   events: protectedProcedure
     .input(AnnotationQueueEventsReq)
-    .subscription(({ ctx, input, signal }) =>
-      openQueueEvents(ctx.db, ctx.user, input, ctx.services.queueEvents, ctx.services.eventStreams, {
-        signal,
-        readyWaitMs: ctx.services.config.dbTimeouts.connectMs,
-      }),
+    .subscription(async ({ ctx, input, signal }) =>
+      streamUnderErrorPolicy(
+        await openQueueEvents(ctx.db, ctx.user, input, ctx.services.queueEvents, ctx.services.eventStreams, {
+          signal,
+          readyWaitMs: ctx.services.config.dbTimeouts.connectMs,
+          maxLifeMs: ctx.services.config.eventStreams.maxLifeMs,
+        }),
+      ),
     ),
 
   items: itemsRouter,
