@@ -11,7 +11,7 @@ export function memoryQueueEvents(): QueueEventBus {
   return {
     publish: async () => {},
     committed(events: readonly AnnotationQueueEvent[]) {
-      // After the writer's answer is on its way: a slow subscriber never delays a write.
+      // Outside the writer's own call: nothing a subscriber does can reach the write.
       if (events.length) queueMicrotask(() => events.forEach((event) => fanout.deliver(event)));
     },
     subscribe: (queueId, subscriber) => fanout.subscribe(queueId, subscriber),
