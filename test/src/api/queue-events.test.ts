@@ -1,7 +1,7 @@
 import { revokeKey, unitOfWork } from '@loupe/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeEachBackend } from '../harness/backends.ts';
-import { client, createUser, rest, type CreatedKeyForTest } from '../harness/http.ts';
+import { basic, client, createUser, rest, type CreatedKeyForTest } from '../harness/http.ts';
 import { eventually, recordEvents } from '../harness/queue-events.ts';
 import { claim, createQueue, createSomeCalls, progress, queueWithItems, addItems } from '../harness/queues.ts';
 import { startTestServer, type TestServer } from '../harness/server.ts';
@@ -152,6 +152,47 @@ describeEachBackend('live queue events', (backend) => {
       expect(line.url as string).toMatch(/^\/trpc\/annotationQueues\.events\?input=/);
       expect(decodeURIComponent(line.url as string)).not.toContain(member.api_key);
     }
+  });
+});
+
+describe('live queue event stream on the wire [sqlite]', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer('sqlite');
+  });
+  afterAll(async () => server?.stop());
+
+  it('is a server-sent event stream that proxies neither buffer nor cache, with a ping at least every 10 s', async () => {
+    const owner = await createUser(server, { entity: 'acme', role: 'member' });
+    const queueId = await createQueue(server, owner.api_key, 'acme/wire');
+    const input = encodeURIComponent(JSON.stringify({ project_id: 'acme/wire', queue_id: queueId }));
+    const stop = new AbortController();
+    const response = await fetch(`${server.url}/trpc/annotationQueues.events?input=${input}`, {
+      headers: { authorization: basic(owner.api_key), accept: 'text/event-stream', 'x-request-id': 'live-wire-1' },
+      signal: stop.signal,
+    });
+    try {
+      expect(response.status).toBe(200);
+      expect(response.headers.get('content-type')).toBe('text/event-stream');
+      expect(response.headers.get('cache-control')).toBe('no-cache, no-transform');
+      expect(response.headers.get('x-accel-buffering')).toBe('no');
+      expect(response.headers.get('x-request-id')).toBe('live-wire-1');
+      const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+      let text = '';
+      const begun = Date.now();
+      while (!text.includes('event: ping')) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        text += value;
+      }
+      // The first message says how long the client may hear nothing before it reconnects.
+      expect(text).toContain('event: connected\ndata: {"reconnectAfterInactivityMs":30000}');
+      expect(text).toContain('event: ping');
+      expect(Date.now() - begun).toBeLessThan(11_000);
+    } finally {
+      stop.abort();
+    }
+    await eventually(() => server.server.services.eventStreams.open, 0);
   });
 });
 
