@@ -23,7 +23,7 @@ export class StreamSlots {
   take(keyId: string): () => void {
     const held = this.#byKey.get(keyId) ?? 0;
     if (held >= this.#limits.perKey) {
-      throw new DomainError('rate_limited', `This API key already has ${held} open event streams, the most one key may hold; close one first.`, RETRY_AFTER_SECONDS);
+      throw new DomainError('rate_limited', `This API key already holds as many open event streams as one key may (${this.#limits.perKey}); close one first.`, RETRY_AFTER_SECONDS);
     }
     if (this.#total >= this.#limits.perProcess) {
       throw new DomainError('rate_limited', 'The server holds as many open event streams as it serves at once; retry later.', RETRY_AFTER_SECONDS);
