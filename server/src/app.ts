@@ -48,7 +48,7 @@ export function createApp(services: Services): { listener: RequestListener; drai
   app.set('etag', false);
   app.set('trust proxy', services.config.trustProxy);
   const createContext = contextFactory(services);
-  const metrics = new Metrics(services.orm);
+  const metrics = new Metrics(services.orm, () => services.eventStreams.open);
 
   const routes = new RouteTable();
   const requests = new RequestTracker(services.log, metrics, routeNamer(routes));

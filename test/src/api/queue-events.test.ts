@@ -110,6 +110,8 @@ describeEachBackend('live queue events', (backend) => {
     await Promise.all(streams.map((s) => s.started));
     expect(subscribers()).toBe(before.subscribers + 3);
     expect(openStreams()).toBe(before.open + 3);
+    const metrics = await rest(server, 'GET', '/metrics', { key: member.api_key });
+    expect(metrics.text).toMatch(new RegExp(`^loupe_event_streams_open ${before.open + 3}$`, 'm'));
     for (const stream of streams) stream.stop();
     await eventually(subscribers, before.subscribers);
     await eventually(openStreams, before.open);
