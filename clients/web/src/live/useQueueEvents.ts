@@ -1,6 +1,7 @@
 import type { LoupeClient } from '@loupe/client';
 import { useQueryClient, type QueryKey } from '@tanstack/react-query';
 import { useEffect, useRef, useState } from 'react';
+import { statusOf } from '../api.ts';
 
 /** Whether the page follows the queue live: connecting, live, or not (it shows what it last read). */
 export type LiveState = 'connecting' | 'live' | 'offline';
@@ -10,7 +11,10 @@ export type LiveState = 'connecting' | 'live' | 'offline';
  * costs one refetch at its start and one at its end, while a single event is shown at once.
  */
 export const REFETCH_INTERVAL_MS = 500;
-/** After the server refused the stream (e.g. 429: too many open streams), try again this much later. */
+/**
+ * After the server refused the stream for now (429: too many open streams; 5xx; unreachable), try
+ * again this much later. A refusal that will not change (401, 403, 404: the queue is gone) is final.
+ */
 const RETRY_AFTER_REFUSAL_MS = 15_000;
 const RETRY_AFTER_COMPLETE_MS = 1_000;
 
@@ -21,6 +25,9 @@ const RETRY_AFTER_COMPLETE_MS = 1_000;
  * too, as events may have been missed meanwhile.
  *
  * `queryKeys` is read at each event; the subscription follows the client, project and queue.
+ * Returns whether the page is live, for a hint beside what it shows. For example:
+ *
+ *   const live = useQueueEvents(client, projectId, queueId, [queueStatsQuery(client, session, projectId, queueId).queryKey]);
  */
 export function useQueueEvents(
   client: LoupeClient,
@@ -31,7 +38,9 @@ export function useQueueEvents(
 ): LiveState {
   const queryClient = useQueryClient();
   const keys = useRef(queryKeys);
-  keys.current = queryKeys;
+  useEffect(() => {
+    keys.current = queryKeys;
+  });
   const [state, setState] = useState<LiveState>('connecting');
 
   useEffect(() => {
@@ -79,10 +88,11 @@ export function useQueueEvents(
           onConnectionStateChange: (connection) => {
             if (connection.state === 'connecting' && connection.error) setState('connecting');
           },
-          onError: () => {
+          onError: (error) => {
             if (closed) return;
             setState('offline');
-            retry = setTimeout(subscribe, RETRY_AFTER_REFUSAL_MS);
+            const status = statusOf(error);
+            if (status === 0 || status === 429 || status >= 500) retry = setTimeout(subscribe, RETRY_AFTER_REFUSAL_MS);
           },
           // The server ended the stream for good (it renews streams with an error the client
           // answers itself): open a new one.
