@@ -74,4 +74,46 @@ describeInBrowser('live progress in Chromium', () => {
       }
     });
   });
+
+  describeEachBackend('annotate page across stream renewals', (backend) => {
+    let server: TestServer;
+    let alice: CreatedKeyForTest;
+    let bob: CreatedKeyForTest;
+
+    beforeAll(async () => {
+      server = await startTestServer(backend, { LOUPE_EVENT_STREAM_MAX_LIFE_MS: '1000' });
+      alice = await createUser(server, { entity: 'acme', role: 'member' });
+      bob = await createUser(server, { entity: 'acme', role: 'member' });
+    });
+    afterAll(() => server?.stop());
+
+    it('keeps following after its stream was renewed, and catches up on what came during the reconnect', async () => {
+      const { queueId } = await queueWithItems(server, alice.api_key, PROJECT, 4);
+      const { page, trouble, close } = await openPage(browser);
+      let streams = 0;
+      page.on('request', (request) => {
+        if (request.url().includes('/trpc/annotationQueues.events')) streams++;
+      });
+      try {
+        await page.addInitScript((key: string) => sessionStorage.setItem('loupe.apiKey', key), alice.api_key);
+        await page.goto(`${server.url}/app/p/${PROJECT}/q/${queueId}/annotate`);
+        const progressLine = page.locator('p.progress');
+        await expect.poll(() => progressLine.innerText(), { timeout: 15_000 }).toMatch(/0 of 4 items done/);
+        // Items completed one after the other across several renewals (a 1 s life, ~3 s to reconnect):
+        // each shows, either live or by the refetch after the reconnect.
+        for (let done = 1; done <= 3; done++) {
+          const item = await claim(server, bob.api_key, PROJECT, queueId);
+          expect((await progress(server, bob.api_key, PROJECT, queueId, item.body.item.id, 'completed')).status).toBe(200);
+          await progressLine.getByText(`${done} of 4 items done`).waitFor({ timeout: 6_000 });
+          await new Promise((resolve) => setTimeout(resolve, 1_500));
+        }
+        expect(streams).toBeGreaterThanOrEqual(2);
+        expect(await progressLine.getAttribute('data-live')).not.toBe('offline');
+        expect(trouble.cspViolations).toEqual([]);
+        expect(trouble.pageErrors).toEqual([]);
+      } finally {
+        await close();
+      }
+    });
+  });
 });
