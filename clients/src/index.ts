@@ -1,4 +1,5 @@
-import { createTRPCClient, httpBatchLink, httpLink, type TRPCClient } from '@trpc/client';
+import { createTRPCClient, httpBatchLink, httpLink, httpSubscriptionLink, splitLink, type TRPCClient } from '@trpc/client';
+import { EventSource } from 'eventsource';
 import type { AppRouter } from '@loupe/server/router';
 
 export type { AppRouter };
@@ -21,12 +22,25 @@ function basicCredentials(apiKey: string): string {
   return `Basic ${btoa(Array.from(bytes, (byte) => String.fromCharCode(byte)).join(''))}`;
 }
 
-/** The end-to-end typed client of Loupe's tRPC door at `<url>/trpc`. */
+/**
+ * The end-to-end typed client of Loupe's tRPC door at `<url>/trpc`. Subscriptions (live queue
+ * events) run over server-sent events through the `eventsource` package rather than the
+ * browser's EventSource, which cannot send headers: the key goes in the Authorization header as
+ * for every other call, never in the URL (where access logs and proxies would keep it).
+ */
 export function createClient({ url, apiKey, batch = true, fetch }: ClientOptions): LoupeClient {
-  const link = (batch ? httpBatchLink : httpLink)({
-    url: `${url.replace(/\/$/, '')}/trpc`,
-    headers: () => (apiKey ? { authorization: basicCredentials(apiKey) } : {}),
-    ...(fetch ? { fetch } : {}),
+  const base = `${url.replace(/\/$/, '')}/trpc`;
+  const credentials = (): Record<string, string> => (apiKey ? { authorization: basicCredentials(apiKey) } : {});
+  const send = fetch ?? globalThis.fetch;
+  const calls = (batch ? httpBatchLink : httpLink)({ url: base, headers: credentials, ...(fetch ? { fetch } : {}) });
+  const subscriptions = httpSubscriptionLink({
+    url: base,
+    EventSource,
+    eventSourceOptions: {
+      fetch: (input, init) => send(input, { ...init, headers: { ...init.headers, ...credentials() } }),
+    },
   });
-  return createTRPCClient<AppRouter>({ links: [link] });
+  return createTRPCClient<AppRouter>({
+    links: [splitLink({ condition: (op) => op.type === 'subscription', true: subscriptions, false: calls })],
+  });
 }

@@ -4,6 +4,7 @@ import { createExpressMiddleware } from '@trpc/server/adapters/express';
 import express from 'express';
 import { contextFactory, type Services } from './api/context.ts';
 import { errorHeaders } from './api/error-policy.ts';
+import { DomainError } from './domain/errors.ts';
 import { appRouter } from './api/router.ts';
 import { typedDoorRequestId } from './api/trpc.ts';
 import { admission, userRequirement } from './http/admission.ts';
@@ -29,7 +30,8 @@ function typedDoorMeta({ errors }: { errors: readonly TRPCError[] }) {
 }
 
 function onError({ error, ctx }: { error: TRPCError; ctx?: { log?: () => Services['log'] } | undefined }) {
-  if (error.code === 'INTERNAL_SERVER_ERROR' || error.code === 'SERVICE_UNAVAILABLE') {
+  // A 503 the domain chose (an event stream ending to be renewed) is no fault.
+  if ((error.code === 'INTERNAL_SERVER_ERROR' || error.code === 'SERVICE_UNAVAILABLE') && !(error.cause instanceof DomainError)) {
     ctx?.log?.().error({ err: error.cause ?? error, code: error.code }, 'request failed');
   }
 }
@@ -46,7 +48,7 @@ export function createApp(services: Services): { listener: RequestListener; drai
   app.set('etag', false);
   app.set('trust proxy', services.config.trustProxy);
   const createContext = contextFactory(services);
-  const metrics = new Metrics(services.orm);
+  const metrics = new Metrics(services.orm, () => services.eventStreams.open);
 
   const routes = new RouteTable();
   const requests = new RequestTracker(services.log, metrics, routeNamer(routes));

@@ -77,6 +77,9 @@ const Env = z.object({
   LOUPE_DB_STATEMENT_TIMEOUT_MS: int(100, 3_600_000).default(30_000),
   LOUPE_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: int(100, 3_600_000).default(30_000),
   LOUPE_SHUTDOWN_TIMEOUT_MS: int(0, 600_000).default(10_000),
+  LOUPE_EVENT_STREAMS_PER_KEY: int(1, 100_000).default(20),
+  LOUPE_EVENT_STREAMS_PER_PROCESS: int(1, 1_000_000).default(2_000),
+  LOUPE_EVENT_STREAM_MAX_LIFE_MS: int(1_000, 86_400_000).default(300_000),
   LOUPE_CATALOG_WATCH: bool.default(true),
   LOUPE_TRUST_PROXY: TrustProxy.default(false),
 });
@@ -104,6 +107,8 @@ export type Config = {
   dbPoolSize: number;
   dbTimeouts: DatabaseTimeouts;
   shutdownTimeoutMs: number;
+  /** Open live-event streams (annotationQueues.events) one API key, and one process in all, may hold. */
+  eventStreams: { perKey: number; perProcess: number; maxLifeMs: number };
   watchCatalog: boolean;
   /** Express's `trust proxy`: false, a hop count, or addresses/CIDRs. */
   trustProxy: false | number | string[];
@@ -143,6 +148,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       idleInTransactionMs: e.LOUPE_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS,
     },
     shutdownTimeoutMs: e.LOUPE_SHUTDOWN_TIMEOUT_MS,
+    eventStreams: {
+      perKey: e.LOUPE_EVENT_STREAMS_PER_KEY,
+      perProcess: e.LOUPE_EVENT_STREAMS_PER_PROCESS,
+      maxLifeMs: e.LOUPE_EVENT_STREAM_MAX_LIFE_MS,
+    },
     watchCatalog: e.LOUPE_CATALOG_WATCH,
     trustProxy: e.LOUPE_TRUST_PROXY,
   };

@@ -11,6 +11,8 @@ import { createLogger, type Logger } from './log.ts';
 import { createApp } from './app.ts';
 import { clientErrorAnswer } from './http/client-error.ts';
 import type { Services } from './api/context.ts';
+import { createQueueEvents } from './events/create-queue-events.ts';
+import { StreamSlots } from './events/stream-slots.ts';
 
 export type RunningServer = {
   url: string;
@@ -40,7 +42,11 @@ async function serve(config: Config, log: Logger, catalog: ModelCatalog, unlock 
     log,
     catalog,
     authFailures: createAuthBrake(orm, dialectOf(config.databaseUrl), { limit: config.limits.authFailuresPerMinute }, log),
+    queueEvents: createQueueEvents(config, log),
+    eventStreams: new StreamSlots(config.eventStreams),
   };
+  // Listening before the first request: a subscription opened right after start-up misses nothing.
+  await waitAtMost(services.queueEvents.ready(), config.dbTimeouts.connectMs);
   if (config.watchCatalog) catalog.watch();
   const { listener, drained } = createApp(services);
   const server: Server = createServer(listener).listen(config.port, config.host);
@@ -61,19 +67,34 @@ async function serve(config: Config, log: Logger, catalog: ModelCatalog, unlock 
       log.info('shutting down: no new connections; waiting for in-flight requests');
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
+      // Open event streams would hold their connections to the end: they end now, and their
+      // clients reconnect (to another process, or to this service once it is back).
+      services.queueEvents.endStreams();
+      // Their keep-alive connections (and any other) close as soon as they go idle, instead of at
+      // the shutdown timeout; a client reconnecting meanwhile would otherwise hold them open.
+      const idleSweep = setInterval(() => server.closeIdleConnections(), 50);
       const timer = setTimeout(() => {
         log.warn({ timeout_ms: config.shutdownTimeoutMs }, 'shutdown timeout: closing remaining connections');
         server.closeAllConnections();
       }, config.shutdownTimeoutMs);
       await closed;
+      clearInterval(idleSweep);
       // A response's access line and metrics are written when it closes, which can come after
       // the server's own close callback.
       await drained();
       clearTimeout(timer);
       catalog.close();
+      await services.queueEvents.close();
       await orm.close(true);
       unlock();
       log.info('shut down');
     })());
   return { url, services, close };
+}
+
+/** Waits for a promise, but not longer than `ms`. */
+async function waitAtMost(promise: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
 }

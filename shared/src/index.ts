@@ -10,3 +10,4 @@ export * from './annotation-specs.ts';
 export * from './refs.ts';
 export * from './feedback.ts';
 export * from './agreement.ts';
+export * from './queue-events.ts';

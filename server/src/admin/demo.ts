@@ -6,6 +6,7 @@ import { createQueue, queryQueues } from '../domain/annotation-queues.ts';
 import { createCalls } from '../domain/calls.ts';
 import { createFeedbackBatch } from '../domain/feedback.ts';
 import { addItems } from '../domain/queue-items.ts';
+import { notifyOnlyPublisher } from '../events/postgres-queue-events.ts';
 import { createKey, createUser } from './commands.ts';
 
 const DEMO_USER = 'demo';
@@ -53,7 +54,7 @@ export async function loadDemo(em: Em) {
   });
   const [found] = await queryQueues(em, user, { project_id: DEMO_PROJECT, name: QUEUE_NAME }, { limit: 1, offset: 0, cursor: undefined });
   const queue = found ?? (await createQueue(em, user, { project_id: DEMO_PROJECT, name: QUEUE_NAME, scorer_refs: [spec.ref] }));
-  await addItems(em, user, { project_id: DEMO_PROJECT, queue_id: queue.id, call_ids: calls.map((call) => call.id) }, calls.length);
+  await addItems(em, user, { project_id: DEMO_PROJECT, queue_id: queue.id, call_ids: calls.map((call) => call.id) }, calls.length, notifyOnlyPublisher);
   await createFeedbackBatch(
     em,
     user,

@@ -3,6 +3,8 @@ import type { AuthUser } from '../auth/authenticate.ts';
 import type { AuthBrake } from '../auth/brake.ts';
 import type { ModelCatalog } from '../catalog/catalog.ts';
 import type { Config } from '../config.ts';
+import type { QueueEventBus } from '../events/queue-event-bus.ts';
+import type { StreamSlots } from '../events/stream-slots.ts';
 import { unitOfWork, type Em, type Orm } from '../db/orm.ts';
 import type { SqlScope } from '../db/sql.ts';
 import { admittedUser, refusalOf } from '../http/admission.ts';
@@ -15,6 +17,9 @@ export type Services = {
   log: Logger;
   catalog: ModelCatalog;
   authFailures: AuthBrake;
+  /** Queue events: published by writes, delivered to this process's open event streams. */
+  queueEvents: QueueEventBus;
+  eventStreams: StreamSlots;
 };
 
 // A job that loads or changes entities takes `unitOfWork()`; a job written only in SQL takes `db`.

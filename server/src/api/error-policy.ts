@@ -17,6 +17,7 @@ const CODE_OF_KIND: Record<DomainErrorKind, TRPC_ERROR_CODE_KEY> = {
   conflict: 'CONFLICT',
   too_large: 'PAYLOAD_TOO_LARGE',
   rate_limited: 'TOO_MANY_REQUESTS',
+  unavailable: 'SERVICE_UNAVAILABLE',
 };
 
 export const INTERNAL_REASON = 'An unexpected error occurred; the request_id identifies it in the server log.';
@@ -59,7 +60,7 @@ export function reasonOf(error: TRPCError): string {
     return `Invalid request${where}: ${first.message}${more}.`;
   }
   if (error.code === 'INTERNAL_SERVER_ERROR') return INTERNAL_REASON;
-  if (error.code === 'SERVICE_UNAVAILABLE') return UNAVAILABLE_REASON;
+  if (error.code === 'SERVICE_UNAVAILABLE' && !(error.cause instanceof DomainError)) return UNAVAILABLE_REASON;
   return error.message;
 }
 

@@ -10,10 +10,22 @@ import { findUnstorableText } from './text-safety.ts';
 /** The id of the typed-door request being answered, for errors tRPC raises before a context exists. */
 export const typedDoorRequestId = new AsyncLocalStorage<string>();
 
+/**
+ * Event streams (subscriptions over server-sent events) carry a comment line this often when
+ * nothing else is sent, so that proxies and load balancers do not end them as idle (their
+ * timeouts are commonly 30–60 s); a client that hears nothing, not even that, for three intervals
+ * takes the connection for dead and reconnects.
+ */
+export const EVENT_STREAM_PING_MS = 10_000;
+
 const t = initTRPC
   .context<Context>()
   .meta<OpenApiMeta>()
   .create({
+    sse: {
+      ping: { enabled: true, intervalMs: EVENT_STREAM_PING_MS },
+      client: { reconnectAfterInactivityMs: 3 * EVENT_STREAM_PING_MS },
+    },
     errorFormatter({ shape, error, ctx }) {
       const { stack: _stack, ...data } = shape.data;
       return {
@@ -33,6 +45,18 @@ export const createCallerFactory = t.createCallerFactory;
 function underErrorPolicy<R extends { ok: true } | { ok: false; error: TRPCError }>(result: R): R {
   if (!result.ok) throw normalizeError((result as { error: TRPCError }).error);
   return result;
+}
+
+/**
+ * A subscription's events, with an error that ends the stream passed through the error policy too
+ * (tRPC sends it as the stream's error event, outside the middleware that handles calls).
+ */
+export async function* streamUnderErrorPolicy<T>(events: AsyncIterable<T>): AsyncGenerator<T> {
+  try {
+    yield* events;
+  } catch (error) {
+    throw normalizeError(error instanceof TRPCError ? error : new TRPCError({ code: 'INTERNAL_SERVER_ERROR', cause: error }));
+  }
 }
 
 /** Every procedure's errors leave through the error policy. */

@@ -7,17 +7,19 @@ import type { Credentials } from './credentials.ts';
 export type AuthUser = {
   id: string;
   username: string;
+  /** The API key the request was made with (limits that are per key, such as open event streams). */
+  keyId: string;
   /** entity name → role */
   roles: ReadonlyMap<string, Role>;
 };
 
-type Row = { user_id: string; username: string; key_hash: string; entity: string | null; role: Role | null };
+type Row = { key_id: string; user_id: string; username: string; key_hash: string; entity: string | null; role: Role | null };
 
 /** The user behind a live (not revoked) API key, or null. One round trip to the database. */
 export async function authenticate(db: SqlScope, credentials: Credentials): Promise<AuthUser | null> {
   const hash = hashApiKey(credentials.key);
   const rows = await sqlRows<Row>(db,
-    `select u.id as user_id, u.username, k.key_hash, m.entity, m.role
+    `select k.id as key_id, u.id as user_id, u.username, k.key_hash, m.entity, m.role
        from api_keys k
        join users u on u.id = k.user_id
        left join memberships m on m.user_id = u.id
@@ -33,5 +35,5 @@ export async function authenticate(db: SqlScope, credentials: Credentials): Prom
   }
   const roles = new Map<string, Role>();
   for (const row of rows) if (row.entity && row.role) roles.set(row.entity, row.role);
-  return { id: first.user_id, username: first.username, roles };
+  return { id: first.user_id, username: first.username, keyId: first.key_id, roles };
 }

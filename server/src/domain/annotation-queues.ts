@@ -3,7 +3,9 @@ import type { AnnotationQueue, AnnotationQueueCreateReq, AnnotationQueueQueryReq
 import type { AuthUser } from '../auth/authenticate.ts';
 import { AnnotationQueueRecord } from '../db/entities.ts';
 import type { Em } from '../db/orm.ts';
-import { dateFromSql, jsonFromSql, onPostgres, placeholders, sqlDate, sqlRows, sqlRun, sqlTransaction, type SqlScope } from '../db/sql.ts';
+import { dateFromSql, jsonFromSql, onPostgres, placeholders, sqlDate, sqlRows, sqlRun, type SqlScope } from '../db/sql.ts';
+import { publishingTransaction } from '../events/publishing-transaction.ts';
+import { queueEvent, type QueueEventPublisher } from '../events/queue-event-bus.ts';
 import { ensureProject, requireProjectAccess } from './access.ts';
 import { resolveSpecRef } from './annotation-specs.ts';
 import { notFound } from './errors.ts';
@@ -160,7 +162,7 @@ export async function readQueue(db: SqlScope, user: AuthUser, projectId: string,
   return toQueueDto(await liveQueue(db, projectId, queueId));
 }
 
-export async function updateQueue(em: Em, user: AuthUser, req: AnnotationQueueUpdateReq): Promise<AnnotationQueue> {
+export async function updateQueue(em: Em, user: AuthUser, req: AnnotationQueueUpdateReq, events: QueueEventPublisher): Promise<AnnotationQueue> {
   requireProjectAccess(user, req.project_id, 'write');
   const row = await liveQueue(em, req.project_id, req.queue_id);
   if (req.scorer_refs) await checkScorerRefs(em, req.project_id, req.scorer_refs);
@@ -170,7 +172,12 @@ export async function updateQueue(em: Em, user: AuthUser, req: AnnotationQueueUp
   if (req.scorer_refs !== undefined) changes.scorerRefs = req.scorer_refs;
   if (req.annotations_per_item !== undefined) changes.annotationsPerItem = req.annotations_per_item;
   if (req.lease_seconds !== undefined) changes.leaseSeconds = req.lease_seconds;
-  await em.nativeUpdate(AnnotationQueueRecord, { id: row.id }, changes);
+  const event = queueEvent('queue_updated', row.id);
+  await em.transactional(async (tx) => {
+    await tx.nativeUpdate(AnnotationQueueRecord, { id: row.id }, changes);
+    await events.publish(tx, [event]);
+  });
+  events.committed([event]);
   return toQueueDto({ ...row, ...changes });
 }
 
@@ -178,13 +185,14 @@ export async function updateQueue(em: Em, user: AuthUser, req: AnnotationQueueUp
  * Soft delete: the queue and its items answer 404 from now on. Waits for the writes into the
  * queue that are under way (see queueWriteLockTerm).
  */
-export async function deleteQueue(db: SqlScope, user: AuthUser, projectId: string, queueId: string): Promise<AnnotationQueue> {
+export async function deleteQueue(db: SqlScope, user: AuthUser, projectId: string, queueId: string, events: QueueEventPublisher): Promise<AnnotationQueue> {
   requireProjectAccess(user, projectId, 'write');
-  return sqlTransaction(db, async (tx) => {
+  return publishingTransaction(db, events, async (tx, record) => {
     if (onPostgres(tx)) await sqlRows(tx, 'select pg_advisory_xact_lock(hashtextextended(?, 0))', [queueLockKey(queueId)]);
     const row = await liveQueue(tx, projectId, queueId);
     const now = new Date();
     await sqlRun(tx, 'update annotation_queues set deleted_at = ?, updated_at = ? where id = ?', [sqlDate(tx, now), sqlDate(tx, now), queueId]);
+    record(queueEvent('queue_updated', queueId));
     return toQueueDto({ ...row, deletedAt: now, updatedAt: now });
   });
 }

@@ -1,7 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { AnnotationQueueItem } from '@loupe/shared';
 import type { AuthUser } from '../auth/authenticate.ts';
-import { lockClause, onPostgres, sqlDate, sqlRows, sqlTransaction, type SqlScope } from '../db/sql.ts';
+import { lockClause, onPostgres, sqlDate, sqlRows, type SqlScope } from '../db/sql.ts';
+import { publishingTransaction } from '../events/publishing-transaction.ts';
+import { queueEvent, type QueueEventPublisher } from '../events/queue-event-bus.ts';
 import { isTransactionConflict } from '../db/unavailable.ts';
 import { requireProjectAccess } from './access.ts';
 import { liveQueue, queueWriteLockTerm } from './annotation-queues.ts';
@@ -22,11 +24,17 @@ const CONFLICT_ATTEMPTS = 4;
  * after the lock is held: every writer of an item's progress holds that item's lock until it
  * commits, so the recount sees all of them. On SQLite the one connection serialises claims.
  */
-export async function claimItem(db: SqlScope, user: AuthUser, projectId: string, queueId: string): Promise<AnnotationQueueItem | null> {
+export async function claimItem(
+  db: SqlScope,
+  user: AuthUser,
+  projectId: string,
+  queueId: string,
+  events: QueueEventPublisher,
+): Promise<AnnotationQueueItem | null> {
   requireProjectAccess(user, projectId, 'write');
   for (let attempt = 1; ; attempt++) {
     try {
-      return await claimOnce(db, user, projectId, queueId);
+      return await claimOnce(db, user, projectId, queueId, events);
     } catch (error) {
       // The transaction was rolled back whole; the claim starts again from the top. A short wait
       // of varying length keeps the same claims from meeting again at once.
@@ -36,8 +44,8 @@ export async function claimItem(db: SqlScope, user: AuthUser, projectId: string,
   }
 }
 
-async function claimOnce(db: SqlScope, user: AuthUser, projectId: string, queueId: string): Promise<AnnotationQueueItem | null> {
-  return sqlTransaction(db, async (tx) => {
+async function claimOnce(db: SqlScope, user: AuthUser, projectId: string, queueId: string, events: QueueEventPublisher): Promise<AnnotationQueueItem | null> {
+  return publishingTransaction(db, events, async (tx, record) => {
     // PostgreSQL: the queue's lock shared (a delete waits for this claim; see annotation-queues.ts),
     // and one claim at a time per (queue, annotator), so that a second concurrent claim of the same
     // annotator finds the first one's item below instead of taking another.
@@ -91,6 +99,7 @@ async function claimOnce(db: SqlScope, user: AuthUser, projectId: string, queueI
         continue;
       }
       await recordProgress(tx, candidate, user.id, 'in_progress', 'insert', queue.leaseSeconds, now);
+      record(queueEvent('progress', queueId, candidate.id));
       return toItemDto({ ...candidate, state: 'in_progress', state_annotator_user_id: user.id });
     }
   });

@@ -11,7 +11,8 @@ export type DomainErrorKind =
   | 'not_found' // 404
   | 'conflict' // 409
   | 'too_large' // 413
-  | 'rate_limited'; // 429
+  | 'rate_limited' // 429
+  | 'unavailable'; // 503, for now: the client should retry (an event stream that ends to be renewed)
 
 export class DomainError extends Error {
   readonly kind: DomainErrorKind;

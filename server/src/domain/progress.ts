@@ -1,6 +1,8 @@
 import type { AnnotationQueueItem, AnnotationQueueItemProgressReq, ProgressState } from '@loupe/shared';
 import type { AuthUser } from '../auth/authenticate.ts';
-import { sqlDate, sqlRows, sqlRun, sqlTransaction, type SqlScope } from '../db/sql.ts';
+import { sqlDate, sqlRows, sqlRun, type SqlScope } from '../db/sql.ts';
+import { publishingTransaction } from '../events/publishing-transaction.ts';
+import { queueEvent, type QueueEventPublisher } from '../events/queue-event-bus.ts';
 import { requireProjectAccess } from './access.ts';
 import { invalid, notFound } from './errors.ts';
 import { liveItem, QUEUE_IS_LIVE, toItemDto } from './queue-items.ts';
@@ -48,9 +50,14 @@ export async function recordProgress(
 }
 
 /** The interface document's progress operation (contract 4.1). */
-export async function updateProgress(db: SqlScope, user: AuthUser, req: AnnotationQueueItemProgressReq): Promise<AnnotationQueueItem> {
+export async function updateProgress(
+  db: SqlScope,
+  user: AuthUser,
+  req: AnnotationQueueItemProgressReq,
+  events: QueueEventPublisher,
+): Promise<AnnotationQueueItem> {
   requireProjectAccess(user, req.project_id, 'write');
-  return sqlTransaction(db, async (tx) => {
+  return publishingTransaction(db, events, async (tx, record) => {
     const item = await liveItem(tx, req.project_id, req.queue_id, req.item_id, true);
     // With the item's lock and the queue's held: this caller's record, and whether the queue is
     // still live (a delete that came meanwhile is seen by this later statement).
@@ -64,6 +71,7 @@ export async function updateProgress(db: SqlScope, user: AuthUser, req: Annotati
     if (decision.action === 'reject') throw invalid(decision.reason);
     if (decision.action === 'none') return toItemDto(item);
     const shown = await recordProgress(tx, item, user.id, req.annotation_state, decision.action, item.lease_seconds);
+    record(queueEvent('progress', req.queue_id, req.item_id));
     if (!shown) return toItemDto(await liveItem(tx, req.project_id, req.queue_id, req.item_id));
     return toItemDto({ ...item, state: req.annotation_state, state_annotator_user_id: user.id });
   });

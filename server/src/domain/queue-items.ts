@@ -10,9 +10,10 @@ import {
   sqlDate,
   sqlRows,
   sqlRun,
-  sqlTransaction,
   type SqlScope,
 } from '../db/sql.ts';
+import { publishingTransaction } from '../events/publishing-transaction.ts';
+import { queueEvent, type QueueEventPublisher } from '../events/queue-event-bus.ts';
 import { ensureProject, requireProjectAccess } from './access.ts';
 import { liveQueue, lockQueuesForWrite, queueWriteLockTerm } from './annotation-queues.ts';
 import { notFound, tooLarge } from './errors.ts';
@@ -87,7 +88,13 @@ export type AddItemsResult = { added_count: number; duplicates: string[]; missin
  * Adds calls to a queue. A call already live in the queue is a duplicate; the partial unique
  * index on (queue_id, call_id) keeps that true under concurrent adds.
  */
-export async function addItems(db: SqlScope, user: AuthUser, req: AnnotationQueueItemsAddReq, maxCallIds: number): Promise<AddItemsResult> {
+export async function addItems(
+  db: SqlScope,
+  user: AuthUser,
+  req: AnnotationQueueItemsAddReq,
+  maxCallIds: number,
+  events: QueueEventPublisher,
+): Promise<AddItemsResult> {
   requireProjectAccess(user, req.project_id, 'write');
   if (req.call_ids.length > maxCallIds) {
     throw tooLarge(`call_ids holds ${req.call_ids.length} ids; at most ${maxCallIds} are accepted in one request. Split it.`);
@@ -115,7 +122,7 @@ export async function addItems(db: SqlScope, user: AuthUser, req: AnnotationQueu
   const now = sqlDate(db, new Date());
   const displayFields = JSON.stringify(req.display_fields ?? []);
   const added = new Set<string>();
-  await sqlTransaction(db, async (tx) => {
+  await publishingTransaction(db, events, async (tx, record) => {
     // Checked again after the queue's write lock: a delete may have come since the check above.
     await lockQueuesForWrite(tx, [req.queue_id]);
     await liveQueue(tx, req.project_id, req.queue_id);
@@ -138,6 +145,8 @@ export async function addItems(db: SqlScope, user: AuthUser, req: AnnotationQueu
       );
       for (const row of inserted) added.add(row.call_id);
     }
+    // One event for the whole add, without item ids: clients refetch the queue's items anyway.
+    if (added.size) record(queueEvent('items_added', req.queue_id));
   });
   return {
     added_count: added.size,
@@ -242,9 +251,16 @@ function withPositions(positions: Map<string, number>) {
 }
 
 /** Soft delete of one item; it answers 404 from then on. */
-export async function deleteItem(db: SqlScope, user: AuthUser, projectId: string, queueId: string, itemId: string): Promise<AnnotationQueueItem> {
+export async function deleteItem(
+  db: SqlScope,
+  user: AuthUser,
+  projectId: string,
+  queueId: string,
+  itemId: string,
+  events: QueueEventPublisher,
+): Promise<AnnotationQueueItem> {
   requireProjectAccess(user, projectId, 'write');
-  return sqlTransaction(db, async (tx) => {
+  return publishingTransaction(db, events, async (tx, record) => {
     const row = await liveItem(tx, projectId, queueId, itemId, true);
     const now = new Date();
     const changed = await sqlRun(tx, `update annotation_queue_items set deleted_at = ?, updated_at = ? where id = ? and ${QUEUE_IS_LIVE}`, [
@@ -254,6 +270,7 @@ export async function deleteItem(db: SqlScope, user: AuthUser, projectId: string
       queueId,
     ]);
     if (!changed) throw itemNotFound(projectId, queueId, itemId);
+    record(queueEvent('items_deleted', queueId, itemId));
     return toItemDto({ ...row, deleted_at: now, updated_at: now });
   });
 }

@@ -8,7 +8,8 @@ export class Metrics {
   readonly registry = new Registry();
   readonly #requests = new RequestSeries(this.registry);
 
-  constructor(orm: Orm) {
+  /** `openEventStreams` reads how many live-event streams this process holds open. */
+  constructor(orm: Orm, openEventStreams: () => number = () => 0) {
     collectDefaultMetrics({ register: this.registry, prefix: 'loupe_' });
     new Gauge({
       name: 'loupe_db_pool_connections',
@@ -29,6 +30,14 @@ export class Metrics {
         } else {
           this.set({ state: 'total' }, 1);
         }
+      },
+    });
+    new Gauge({
+      name: 'loupe_event_streams_open',
+      help: 'Live-event streams (annotationQueues.events) open in this process',
+      registers: [this.registry],
+      collect() {
+        this.set(openEventStreams());
       },
     });
   }

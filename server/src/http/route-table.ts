@@ -1,4 +1,5 @@
 import { openApiDocument } from '../api/openapi.ts';
+import { appRouter } from '../api/router.ts';
 import { onTypedDoor } from './request-kind.ts';
 
 /** A procedure a request is addressed to, as the HTTP layer sees it before any body is read. */
@@ -50,6 +51,10 @@ export class RouteTable {
         });
         this.#trpc.set(procedure, { name: `/trpc/${procedure}`, protected: isProtected });
       }
+    }
+    // Procedures of the typed door alone (subscriptions): not in the document, and all protected.
+    for (const procedure of Object.keys(appRouter._def.procedures)) {
+      if (!this.#trpc.has(procedure)) this.#trpc.set(procedure, { name: `/trpc/${procedure}`, protected: true });
     }
   }
 

@@ -20,6 +20,7 @@ import { RubricForm, type RubricField } from '../annotate/RubricForm.tsx';
 import { checkValue, fieldKind, fieldOptions, readInput, type FieldInput, type JsonValue } from '../annotate/rubric-fields.ts';
 import { ShortcutsDialog } from '../annotate/ShortcutsDialog.tsx';
 import { useShortcuts } from '../annotate/shortcuts.ts';
+import { useQueueEvents, type LiveState } from '../live/useQueueEvents.ts';
 import { Link } from '../router.tsx';
 import { pathOf } from '../routes.ts';
 import type { QueuePageProps } from './page-props.ts';
@@ -79,6 +80,12 @@ export function AnnotatePage({ client, session, projectId, queueId }: QueuePageP
   const shownItem = reopened?.item ?? held?.item ?? null;
   const call = useQuery({ ...callQuery(client, session, projectId, shownItem?.call_id ?? ''), enabled: shownItem !== null });
   const writable = canWrite(roleIn(me.data, projectId));
+
+  // Done / total (and the queue itself) follow other annotators' work without a reload.
+  const live = useQueueEvents(client, projectId, queueId, [
+    queueStatsQuery(client, session, projectId, queueId).queryKey,
+    queueQuery(client, session, projectId, queueId).queryKey,
+  ]);
 
   const refreshStats = useCallback(() => queryClient.invalidateQueries({ queryKey: queueStatsQuery(client, session, projectId, queueId).queryKey }), [client, session, projectId, queueId, queryClient]);
 
@@ -286,7 +293,7 @@ export function AnnotatePage({ client, session, projectId, queueId }: QueuePageP
       </nav>
       <div className="annotate-bar">
         <h1>Annotate: {queueData.name}</h1>
-        <Progress stats={stats.data} />
+        <Progress stats={stats.data} live={live} />
         {held && !reopened ? <LeaseCountdown key={`${held.item.id}:${held.leaseEndsAt}`} endsAt={held.leaseEndsAt} onLapse={lapse} /> : null}
         <button type="button" className="secondary" onClick={() => setHelpOpen(true)} aria-haspopup="dialog">
           Shortcuts <kbd aria-hidden="true">?</kbd>
@@ -399,10 +406,10 @@ function formatSeconds(seconds: number): string {
   return `${seconds} seconds`;
 }
 
-function Progress({ stats }: { stats: QueueStats | undefined }) {
+function Progress({ stats, live }: { stats: QueueStats | undefined; live: LiveState }) {
   if (!stats) return null;
   return (
-    <p className="progress">
+    <p className="progress" data-live={live} title={live === 'live' ? 'Updates live' : 'Not updating live: reload for the latest counts'}>
       <strong>{stats.completed_items}</strong> of <strong>{stats.total_items}</strong> items done
     </p>
   );

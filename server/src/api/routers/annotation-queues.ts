@@ -5,6 +5,7 @@ import {
   AnnotationQueueClaimRes,
   AnnotationQueueCreateReq,
   AnnotationQueueCreateRes,
+  AnnotationQueueEventsReq,
   AnnotationQueueItemProgressReq,
   AnnotationQueueItemRef,
   AnnotationQueueItemRes,
@@ -27,7 +28,8 @@ import { resolvePaging } from '../../domain/paging.ts';
 import { updateProgress } from '../../domain/progress.ts';
 import { queueStats } from '../../domain/queue-stats.ts';
 import { addItems, deleteItem, queryItems } from '../../domain/queue-items.ts';
-import { protectedProcedure, router } from '../trpc.ts';
+import { openQueueEvents } from '../../events/open-queue-events.ts';
+import { protectedProcedure, router, streamUnderErrorPolicy } from '../trpc.ts';
 import { rest } from '../rest-meta.ts';
 
 const tags = ['annotation queues'];
@@ -37,7 +39,7 @@ const itemsRouter = router({
     .meta(rest({ method: 'POST', path: '/annotation_queues/{queue_id}/items', tags, summary: 'Add calls to a queue', answers: [404] }))
     .input(AnnotationQueueItemsAddReq)
     .output(AnnotationQueueItemsAddRes)
-    .mutation(({ ctx, input }) => addItems(ctx.db, ctx.user, input, ctx.services.config.limits.callIdsPerAdd)),
+    .mutation(({ ctx, input }) => addItems(ctx.db, ctx.user, input, ctx.services.config.limits.callIdsPerAdd, ctx.services.queueEvents)),
 
   query: protectedProcedure
     .meta(rest({ method: 'POST', path: '/annotation_queues/{queue_id}/items/query', tags, summary: 'Query the items of a queue', answers: [404] }))
@@ -49,7 +51,7 @@ const itemsRouter = router({
     .meta(rest({ method: 'POST', path: '/annotation_queues/{queue_id}/items/claim', tags, summary: 'Take the next item to annotate, with a lease', answers: [404] }))
     .input(AnnotationQueueClaimReq)
     .output(AnnotationQueueClaimRes)
-    .mutation(async ({ ctx, input }) => ({ item: await claimItem(ctx.db, ctx.user, input.project_id, input.queue_id) })),
+    .mutation(async ({ ctx, input }) => ({ item: await claimItem(ctx.db, ctx.user, input.project_id, input.queue_id, ctx.services.queueEvents) })),
 
   progress: protectedProcedure
     .meta(
@@ -64,13 +66,13 @@ const itemsRouter = router({
     )
     .input(AnnotationQueueItemProgressReq)
     .output(AnnotationQueueItemRes)
-    .mutation(async ({ ctx, input }) => ({ item: await updateProgress(ctx.db, ctx.user, input) })),
+    .mutation(async ({ ctx, input }) => ({ item: await updateProgress(ctx.db, ctx.user, input, ctx.services.queueEvents) })),
 
   delete: protectedProcedure
     .meta(rest({ method: 'DELETE', path: '/annotation_queues/{queue_id}/items/{item_id}', tags, summary: 'Remove an item (soft delete)', answers: [404] }))
     .input(AnnotationQueueItemRef)
     .output(AnnotationQueueItemRes)
-    .mutation(async ({ ctx, input }) => ({ item: await deleteItem(ctx.db, ctx.user, input.project_id, input.queue_id, input.item_id) })),
+    .mutation(async ({ ctx, input }) => ({ item: await deleteItem(ctx.db, ctx.user, input.project_id, input.queue_id, input.item_id, ctx.services.queueEvents) })),
 });
 
 export const annotationQueuesRouter = router({
@@ -104,13 +106,13 @@ export const annotationQueuesRouter = router({
     .meta(rest({ method: 'PUT', path: '/annotation_queues/{queue_id}', tags, summary: 'Change a queue (fields left out stay)', answers: [404] }))
     .input(AnnotationQueueUpdateReq)
     .output(AnnotationQueueRes)
-    .mutation(async ({ ctx, input }) => ({ queue: await updateQueue(ctx.unitOfWork(), ctx.user, input) })),
+    .mutation(async ({ ctx, input }) => ({ queue: await updateQueue(ctx.unitOfWork(), ctx.user, input, ctx.services.queueEvents) })),
 
   delete: protectedProcedure
     .meta(rest({ method: 'DELETE', path: '/annotation_queues/{queue_id}', tags, summary: 'Delete a queue and its items (soft delete)', answers: [404] }))
     .input(AnnotationQueueReadReq)
     .output(AnnotationQueueRes)
-    .mutation(async ({ ctx, input }) => ({ queue: await deleteQueue(ctx.db, ctx.user, input.project_id, input.queue_id) })),
+    .mutation(async ({ ctx, input }) => ({ queue: await deleteQueue(ctx.db, ctx.user, input.project_id, input.queue_id, ctx.services.queueEvents) })),
 
   agreement: protectedProcedure
     .meta(
@@ -126,6 +128,23 @@ export const annotationQueuesRouter = router({
     .input(AnnotationQueueAgreementReq)
     .output(AnnotationQueueAgreementRes)
     .query(async ({ ctx, input }) => ({ agreement: await queueAgreement(ctx.db, ctx.user, input) })),
+
+  /**
+   * Live events of one queue over server-sent events (typed door only, no REST route): what
+   * changed and which item, never its data. Viewers may subscribe; streams per key and per process
+   * are limited (429).
+   */
+  events: protectedProcedure
+    .input(AnnotationQueueEventsReq)
+    .subscription(async ({ ctx, input, signal }) =>
+      streamUnderErrorPolicy(
+        await openQueueEvents(ctx.db, ctx.user, input, ctx.services.queueEvents, ctx.services.eventStreams, {
+          signal,
+          readyWaitMs: ctx.services.config.dbTimeouts.connectMs,
+          maxLifeMs: ctx.services.config.eventStreams.maxLifeMs,
+        }),
+      ),
+    ),
 
   items: itemsRouter,
 });

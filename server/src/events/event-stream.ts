@@ -1,0 +1,81 @@
+import type { AnnotationQueueEvent } from '@loupe/shared';
+import { DomainError } from '../domain/errors.ts';
+import type { QueueEventSubscriber } from './local-fanout.ts';
+
+/**
+ * Events waiting for a slow client are bounded: past this many, they collapse into one
+ * `queue_updated` (a client refetches on it anyway), so a stalled reader costs a fixed amount.
+ */
+const MAX_WAITING = 256;
+
+/**
+ * Why a stream ends that its client should open again: it is sent as a 503, which tRPC's client
+ * answers by reconnecting (a stream that simply ended would be taken as finished for good).
+ */
+export type Renewal = 'shutdown' | 'expired';
+
+const RENEWAL_REASONS: Record<Renewal, string> = {
+  shutdown: 'This server process is shutting down; reconnect.',
+  expired: 'Event streams are renewed periodically, so that credentials are checked again; reconnect.',
+};
+
+/**
+ * One subscriber's events as an async iterable (what a tRPC subscription returns). `onEnd` runs
+ * once, when the stream ends for any reason: the client went away, the server is shutting down,
+ * the stream reached its longest life, or the iteration stopped.
+ */
+export class QueueEventStream implements QueueEventSubscriber, AsyncIterable<AnnotationQueueEvent> {
+  #waiting: AnnotationQueueEvent[] = [];
+  #wake: (() => void) | undefined;
+  #ended = false;
+  #renewal: Renewal | undefined;
+  readonly #onEnd: () => void;
+
+  constructor(onEnd: () => void) {
+    this.#onEnd = onEnd;
+  }
+
+  push(event: AnnotationQueueEvent): void {
+    if (this.#ended) return;
+    if (this.#waiting.length >= MAX_WAITING) {
+      this.#waiting = [{ type: 'queue_updated', queue_id: event.queue_id, at: event.at }];
+    } else {
+      this.#waiting.push(event);
+    }
+    this.#wakeUp();
+  }
+
+  /** Ends the stream; with a renewal, its client is told to reconnect. */
+  end(renewal?: Renewal): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.#renewal = renewal;
+    this.#onEnd();
+    this.#wakeUp();
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<AnnotationQueueEvent> {
+    try {
+      for (;;) {
+        const next = this.#waiting.shift();
+        if (next) {
+          yield next;
+          continue;
+        }
+        if (this.#ended) {
+          if (this.#renewal) throw new DomainError('unavailable', RENEWAL_REASONS[this.#renewal]);
+          return;
+        }
+        await new Promise<void>((resolve) => (this.#wake = resolve));
+      }
+    } finally {
+      this.end();
+    }
+  }
+
+  #wakeUp(): void {
+    const wake = this.#wake;
+    this.#wake = undefined;
+    wake?.();
+  }
+}

@@ -1,0 +1,25 @@
+import type { AnnotationQueueEvent } from '@loupe/shared';
+import { LocalFanout } from './local-fanout.ts';
+import type { QueueEventBus } from './queue-event-bus.ts';
+
+/**
+ * The bus on SQLite: one server process owns the database file (db/sqlite-server-lock.ts), so
+ * every write happens here and an in-process hand-over after each commit reaches every subscriber.
+ */
+export function memoryQueueEvents(): QueueEventBus {
+  const fanout = new LocalFanout();
+  return {
+    publish: async () => {},
+    committed(events: readonly AnnotationQueueEvent[]) {
+      // Outside the writer's own call: nothing a subscriber does can reach the write.
+      if (events.length) queueMicrotask(() => events.forEach((event) => fanout.deliver(event)));
+    },
+    subscribe: (queueId, subscriber) => fanout.subscribe(queueId, subscriber),
+    ready: async () => {},
+    get subscriberCount() {
+      return fanout.size;
+    },
+    endStreams: () => fanout.endAll(),
+    close: async () => {},
+  };
+}

@@ -1,0 +1,49 @@
+import type { AnnotationQueueEventsReq } from '@loupe/shared';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { AuthUser } from '../auth/authenticate.ts';
+import type { SqlScope } from '../db/sql.ts';
+import { requireProjectAccess } from '../domain/access.ts';
+import { liveQueue } from '../domain/annotation-queues.ts';
+import { QueueEventStream } from './event-stream.ts';
+import type { QueueEventBus } from './queue-event-bus.ts';
+import type { StreamSlots } from './stream-slots.ts';
+
+/**
+ * Opens a stream of one queue's events (contract 5.8) for a caller who may read the queue: 403 and
+ * 404 as for reading it, 429 over the stream limits. The subscriber is in place when this
+ * resolves, so the stream's first message (tRPC's "connected") means no later write is missed.
+ * Ends, giving back its slot and subscription, when `signal` aborts (the client went away), and
+ * asks its client to reconnect after `maxLifeMs`.
+ */
+export async function openQueueEvents(
+  db: SqlScope,
+  user: AuthUser,
+  req: AnnotationQueueEventsReq,
+  bus: QueueEventBus,
+  slots: StreamSlots,
+  { signal, readyWaitMs, maxLifeMs }: { signal: AbortSignal | undefined; readyWaitMs: number; maxLifeMs: number },
+): Promise<QueueEventStream> {
+  requireProjectAccess(user, req.project_id, 'read');
+  await liveQueue(db, req.project_id, req.queue_id);
+  const giveBack = slots.take(user.keyId);
+  let unsubscribe = () => {};
+  const onAbort = () => stream.end();
+  // A stream outlives the check of its credentials: it is renewed (the client reconnects and is
+  // authenticated again), so a revoked key or a lost membership stops receiving within this time.
+  const expiry = setTimeout(() => stream.end('expired'), maxLifeMs);
+  const stream = new QueueEventStream(() => {
+    clearTimeout(expiry);
+    unsubscribe();
+    giveBack();
+    signal?.removeEventListener('abort', onAbort);
+  });
+  unsubscribe = bus.subscribe(req.queue_id, stream);
+  if (signal?.aborted) stream.end();
+  else signal?.addEventListener('abort', onAbort, { once: true });
+  // While the LISTEN connection is being reopened, the stream starts anyway: it gets a
+  // queue_updated once the connection is back (events of the gap were missed).
+  const wait = new AbortController();
+  await Promise.race([bus.ready(), sleep(readyWaitMs, undefined, { signal: wait.signal }).catch(() => undefined)]);
+  wait.abort();
+  return stream;
+}

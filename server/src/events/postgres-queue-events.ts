@@ -1,0 +1,176 @@
+import { AnnotationQueueEvent } from '@loupe/shared';
+import pg from 'pg';
+import { onPostgres, sqlRows, type SqlScope } from '../db/sql.ts';
+import { secretMasker } from '../db/database-url.ts';
+import type { Logger } from '../log.ts';
+import { LocalFanout } from './local-fanout.ts';
+import { QUEUE_EVENTS_CHANNEL, type QueueEventBus, type QueueEventPublisher } from './queue-event-bus.ts';
+
+const RECONNECT_FIRST_MS = 100;
+const RECONNECT_MAX_MS = 5_000;
+/**
+ * How often the LISTEN connection is probed. A connection that died without a word (a firewall
+ * dropped it) delivers nothing and says nothing; a probe that fails or gets no answer ends it and
+ * a new one is opened, so the events are back within about this long.
+ */
+export const LISTEN_PROBE_MS = 10_000;
+
+/**
+ * The bus on PostgreSQL, where several server processes may share the database. A write sends
+ * `pg_notify` in its own transaction, so the database delivers the event only if the write
+ * commits, to every process that listens. Each process holds one connection of its own (outside
+ * the pool) that LISTENs on the channel and hands what arrives to its subscribers.
+ *
+ * When that connection is lost it is opened again (100 ms, doubling up to 5 s), and every open
+ * subscription then gets a `queue_updated`: events sent meanwhile were missed, and clients refetch.
+ */
+class PostgresQueueEvents implements QueueEventBus {
+  readonly #fanout = new LocalFanout();
+  readonly #databaseUrl: string;
+  readonly #mask: (text: string) => string;
+  readonly #connectMs: number;
+  readonly #log: Logger;
+  #client: pg.Client | undefined;
+  readonly #lost = new WeakSet<pg.Client>();
+  #closed = false;
+  #connectedBefore = false;
+  #delay = RECONNECT_FIRST_MS;
+  #retry: NodeJS.Timeout | undefined;
+  #probe: NodeJS.Timeout | undefined;
+  #listening!: Promise<void>;
+  #markListening!: () => void;
+
+  constructor(databaseUrl: string, connectMs: number, log: Logger) {
+    this.#databaseUrl = databaseUrl;
+    this.#mask = secretMasker(databaseUrl);
+    this.#connectMs = connectMs;
+    this.#log = log;
+    this.#notListening();
+    void this.#connect();
+  }
+
+  publish(tx: SqlScope, events: readonly AnnotationQueueEvent[]): Promise<void> {
+    return notifyQueueEvents(tx, events);
+  }
+
+  committed(): void {
+    // The database delivers (to this process too, through its LISTEN connection).
+  }
+
+  subscribe(queueId: string, subscriber: Parameters<QueueEventBus['subscribe']>[1]): () => void {
+    return this.#fanout.subscribe(queueId, subscriber);
+  }
+
+  ready(): Promise<void> {
+    return this.#listening;
+  }
+
+  get subscriberCount(): number {
+    return this.#fanout.size;
+  }
+
+  endStreams(): void {
+    this.#fanout.endAll();
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearTimeout(this.#retry);
+    clearInterval(this.#probe);
+    const client = this.#client;
+    this.#client = undefined;
+    if (client) {
+      this.#lost.add(client);
+      await client.end().catch(() => undefined);
+    }
+  }
+
+  #notListening(): void {
+    this.#listening = new Promise((resolve) => (this.#markListening = resolve));
+  }
+
+  async #connect(): Promise<void> {
+    if (this.#closed) return;
+    const client = new pg.Client({
+      connectionString: this.#databaseUrl,
+      connectionTimeoutMillis: this.#connectMs,
+      query_timeout: this.#connectMs,
+      keepAlive: true,
+      application_name: 'loupe-events',
+    });
+    client.on('notification', (message) => {
+      if (message.channel === QUEUE_EVENTS_CHANNEL && message.payload) this.#received(message.payload);
+    });
+    client.on('error', (error) => this.#connectionLost(client, error));
+    client.on('end', () => this.#connectionLost(client));
+    try {
+      await client.connect();
+      await client.query(`listen ${QUEUE_EVENTS_CHANNEL}`);
+    } catch (error) {
+      this.#connectionLost(client, error);
+      return;
+    }
+    if (this.#closed || this.#lost.has(client)) {
+      await client.end().catch(() => undefined);
+      return;
+    }
+    this.#client = client;
+    this.#delay = RECONNECT_FIRST_MS;
+    if (this.#connectedBefore) {
+      this.#log.info('queue events: listening again');
+      this.#fanout.deliverMissed(new Date());
+    }
+    this.#connectedBefore = true;
+    this.#markListening();
+    this.#probe = setInterval(() => {
+      client.query('select 1').catch((error: unknown) => this.#connectionLost(client, error));
+    }, LISTEN_PROBE_MS);
+    this.#probe.unref();
+  }
+
+  #received(payload: string): void {
+    let event: AnnotationQueueEvent;
+    try {
+      event = AnnotationQueueEvent.parse(JSON.parse(payload));
+    } catch {
+      this.#log.warn('queue events: a notification that is not a queue event was ignored');
+      return;
+    }
+    this.#fanout.deliver(event);
+  }
+
+  #connectionLost(client: pg.Client, error?: unknown): void {
+    if (this.#lost.has(client)) return;
+    this.#lost.add(client);
+    client.end().catch(() => undefined);
+    if (this.#client === client) {
+      this.#client = undefined;
+      clearInterval(this.#probe);
+      this.#notListening();
+    }
+    if (this.#closed) return;
+    const reason = error instanceof Error ? this.#mask(error.message) : 'connection ended';
+    this.#log.warn({ retry_ms: this.#delay, reason }, 'queue events: the LISTEN connection was lost; reconnecting');
+    this.#retry = setTimeout(() => void this.#connect(), this.#delay);
+    this.#retry.unref();
+    this.#delay = Math.min(this.#delay * 2, RECONNECT_MAX_MS);
+  }
+}
+
+/** NOTIFY in the transaction: PostgreSQL delivers the events to every listener if the transaction commits. */
+async function notifyQueueEvents(tx: SqlScope, events: readonly AnnotationQueueEvent[]): Promise<void> {
+  for (const event of events) await sqlRows(tx, 'select pg_notify(?, ?)', [QUEUE_EVENTS_CHANNEL, JSON.stringify(event)]);
+}
+
+/**
+ * For writes made outside a server (the admin tool's demo data): on PostgreSQL the running servers
+ * hear of them; on SQLite nothing is sent (the file is served by one process, not this one).
+ */
+export const notifyOnlyPublisher: QueueEventPublisher = {
+  publish: (tx, events) => (onPostgres(tx) ? notifyQueueEvents(tx, events) : Promise.resolve()),
+  committed: () => {},
+};
+
+export function postgresQueueEvents(databaseUrl: string, connectMs: number, log: Logger): QueueEventBus {
+  return new PostgresQueueEvents(databaseUrl, connectMs, log);
+}
