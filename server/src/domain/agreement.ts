@@ -1,6 +1,6 @@
 import { callRef, parseRef, type Agreement, type AgreementLevel, type AnnotationQueueAgreementReq, type Json } from '@loupe/shared';
 import type { AuthUser } from '../auth/authenticate.ts';
-import { jsonFromSql, sqlRows, type SqlScope } from '../db/sql.ts';
+import { jsonFromSql, onPostgres, sqlRows, type SqlScope } from '../db/sql.ts';
 import { requireProjectAccess } from './access.ts';
 import { agreementStatistics, type RatedItem } from './agreement-statistics.ts';
 import { liveQueue } from './annotation-queues.ts';
@@ -8,7 +8,7 @@ import { invalid } from './errors.ts';
 
 type ItemRow = { id: string; call_id: string };
 type SpecRow = { name: string; field_schema: unknown };
-type FeedbackRow = { svc_user_id: string; svc_ref: string; call_ref: string | null; payload: unknown };
+type LatestRow = { svc_user_id: string; svc_ref: string; call_ref: string | null; value: unknown };
 
 /**
  * `POST /annotation_queues/{queue_id}/agreement`: for each scorer spec of the queue (or each one
@@ -36,30 +36,52 @@ export async function queueAgreement(db: SqlScope, user: AuthUser, req: Annotati
   for (const ref of refs) {
     const spec = await specOf(db, req.project_id, ref);
     const level = req.levels?.[ref] ?? levelOf(spec.field_schema);
-    // Oldest first: each later record of an annotator for an item replaces the value before it.
-    const rows = await sqlRows<FeedbackRow>(
-      db,
-      `select svc_user_id, svc_ref, call_ref, payload from feedback
-        where project_id = ? and queue_id = ? and feedback_type = ? and annotation_ref = ?
-        order by created_at, id`,
-      [req.project_id, queue.id, `svc.annotation.${spec.name}`, ref],
-    );
-    const valuesOf = new Map<string, Record<string, unknown>>();
-    for (const row of rows) {
+    const valuesOf = new Map<ItemRow, Record<string, unknown>>();
+    for (const row of await latestValues(db, req.project_id, queue.id, spec.name, ref)) {
       const item = itemOfRef.get(row.svc_ref) ?? (row.call_ref === null ? undefined : itemOfRef.get(row.call_ref));
       if (!item) continue;
-      const payload = jsonFromSql<Record<string, unknown>>(row.payload);
-      let values = valuesOf.get(item.id);
-      if (!values) valuesOf.set(item.id, (values = Object.create(null) as Record<string, unknown>));
-      values[row.svc_user_id] = payload.value;
+      let values = valuesOf.get(item);
+      if (!values) valuesOf.set(item, (values = Object.create(null) as Record<string, unknown>));
+      values[row.svc_user_id] = row.value;
     }
-    const rated: RatedItem[] = items.map((item) => ({ item_id: item.id, call_id: item.call_id, values: valuesOf.get(item.id) ?? {} }));
+    // Items without values change nothing; the rest go in item order.
+    const rated: RatedItem[] = [];
+    for (const item of items) {
+      const values = valuesOf.get(item);
+      if (values) rated.push({ item_id: item.id, call_id: item.call_id, values });
+    }
     const statistics = agreementStatistics(rated, level);
     // The values came from stored JSON payloads: they are JSON values.
     const disagreements = statistics.disagreements.map((d) => ({ ...d, values: d.values.map((v) => ({ ...v, value: v.value as Json })) }));
     agreement.push({ scorer_ref: ref, name: spec.name, level, ...statistics, disagreements });
   }
   return agreement;
+}
+
+/**
+ * Each annotator's latest value per (svc_ref, call_ref) under one spec in one queue: the
+ * annotator's most recently created record (ties broken by id) for that pair of refs, its
+ * `payload.value` only. Rows come oldest first, so that where two pairs of refs name the same item
+ * (its call in svc_ref, or in call_ref with svc_ref naming something else) the later one replaces
+ * the earlier as the caller reads them. feedback_queue_idx finds the rows.
+ */
+async function latestValues(db: SqlScope, projectId: string, queueId: string, specName: string, ref: string): Promise<LatestRow[]> {
+  const postgres = onPostgres(db);
+  const rows = await sqlRows<LatestRow>(
+    db,
+    `select svc_user_id, svc_ref, call_ref, value from (
+       select svc_user_id, svc_ref, call_ref, created_at, id, ${postgres ? "payload -> 'value'" : "payload -> '$.value'"} as value,
+              row_number() over (partition by svc_user_id, svc_ref, call_ref order by created_at desc, id desc) as newest
+         from feedback
+        where project_id = ? and queue_id = ? and feedback_type = ? and annotation_ref = ?
+     ) latest
+     where newest = 1
+     order by created_at, id`,
+    [projectId, queueId, `svc.annotation.${specName}`, ref],
+  );
+  // SQLite's -> gives the value as JSON text; PostgreSQL's gives jsonb, which the driver parses.
+  if (!postgres) for (const row of rows) row.value = JSON.parse(row.value as string);
+  return rows;
 }
 
 /** The spec a scorer ref names (a queue's scorer refs were checked to name stored specs). */
