@@ -8,7 +8,8 @@ import { invalid } from './errors.ts';
 
 type ItemRow = { id: string; call_id: string };
 type SpecRow = { name: string; field_schema: unknown };
-type LatestRow = { svc_user_id: string; svc_ref: string; call_ref: string | null; value: unknown };
+/** svc_user_id, svc_ref, call_ref, created_ms, id, value. */
+type LatestRow = [user: string, svcRef: string, callRef: string | null, createdMs: number, id: string, value: unknown];
 
 /**
  * `POST /annotation_queues/{queue_id}/agreement`: for each scorer spec of the queue (or each one
@@ -36,19 +37,24 @@ export async function queueAgreement(db: SqlScope, user: AuthUser, req: Annotati
   for (const ref of refs) {
     const spec = await specOf(db, req.project_id, ref);
     const level = req.levels?.[ref] ?? levelOf(spec.field_schema);
-    const valuesOf = new Map<ItemRow, Record<string, unknown>>();
+    // Item → annotator → the record whose value counts.
+    const latestOf = new Map<ItemRow, Record<string, LatestRow>>();
     for (const row of await latestValues(db, req.project_id, queue.id, spec.name, ref)) {
-      const item = itemOfRef.get(row.svc_ref) ?? (row.call_ref === null ? undefined : itemOfRef.get(row.call_ref));
+      const item = itemOfRef.get(row[1]) ?? (row[2] === null ? undefined : itemOfRef.get(row[2]));
       if (!item) continue;
-      let values = valuesOf.get(item);
-      if (!values) valuesOf.set(item, (values = Object.create(null) as Record<string, unknown>));
-      values[row.svc_user_id] = row.value;
+      let latest = latestOf.get(item);
+      if (!latest) latestOf.set(item, (latest = Object.create(null) as Record<string, LatestRow>));
+      const held = latest[row[0]];
+      if (!held || isLater(row, held)) latest[row[0]] = row;
     }
     // Items without values change nothing; the rest go in item order.
     const rated: RatedItem[] = [];
     for (const item of items) {
-      const values = valuesOf.get(item);
-      if (values) rated.push({ item_id: item.id, call_id: item.call_id, values });
+      const latest = latestOf.get(item);
+      if (!latest) continue;
+      const values: Record<string, unknown> = Object.create(null);
+      for (const annotator in latest) values[annotator] = latest[annotator]![5];
+      rated.push({ item_id: item.id, call_id: item.call_id, values });
     }
     const statistics = agreementStatistics(rated, level);
     // The values came from stored JSON payloads: they are JSON values.
@@ -61,27 +67,54 @@ export async function queueAgreement(db: SqlScope, user: AuthUser, req: Annotati
 /**
  * Each annotator's latest value per (svc_ref, call_ref) under one spec in one queue: the
  * annotator's most recently created record (ties broken by id) for that pair of refs, its
- * `payload.value` only. Rows come oldest first, so that where two pairs of refs name the same item
- * (its call in svc_ref, or in call_ref with svc_ref naming something else) the later one replaces
- * the earlier as the caller reads them. feedback_queue_idx finds the rows.
+ * `payload.value` only, with its creation time and id: two pairs of refs can name the same item
+ * (its call in svc_ref, or in call_ref with svc_ref naming something else), and then the later
+ * record counts (`isLater`). In no particular order: sorting them all would cost more than that
+ * rare comparison. feedback_queue_idx finds the rows.
+ *
+ * On SQLite the rows come back as one JSON array of arrays built by the database: one JSON.parse
+ * costs much less than tens of thousands of driver rows (node:sqlite makes each an object in
+ * dictionary mode). On PostgreSQL, building that JSON (json_build_array per row) costs more than
+ * the driver's rows, so they come as rows.
  */
 async function latestValues(db: SqlScope, projectId: string, queueId: string, specName: string, ref: string): Promise<LatestRow[]> {
   const postgres = onPostgres(db);
-  const rows = await sqlRows<LatestRow>(
+  const latest = (createdMs: string, value: string) => `
+    select svc_user_id, svc_ref, call_ref, id, ${createdMs} as created_ms, ${value} as value,
+           row_number() over (partition by svc_user_id, svc_ref, call_ref order by created_at desc, id desc) as newest
+      from feedback
+     where project_id = ? and queue_id = ? and feedback_type = ? and annotation_ref = ?`;
+  const params = [projectId, queueId, `svc.annotation.${specName}`, ref];
+  // Annotation payloads always hold a value (feedback-rules.ts): SQL NULL never stands for one.
+  if (postgres) {
+    // The creation time as epoch milliseconds in a float8 (exact below 2^53): no Date per row.
+    type Row = { svc_user_id: string; svc_ref: string; call_ref: string | null; created_ms: number; id: string; value: unknown };
+    const rows = await sqlRows<Row>(
+      db,
+      `select svc_user_id, svc_ref, call_ref, created_ms, id, value
+         from (${latest('(extract(epoch from created_at) * 1000)::float8', "payload -> 'value'")}) latest
+        where newest = 1`,
+      params,
+    );
+    return rows.map((row) => [row.svc_user_id, row.svc_ref, row.call_ref, row.created_ms, row.id, row.value]);
+  }
+  // SQLite stores epoch milliseconds.
+  const [result] = await sqlRows<{ latest: string }>(
     db,
-    `select svc_user_id, svc_ref, call_ref, value from (
-       select svc_user_id, svc_ref, call_ref, created_at, id, ${postgres ? "payload -> 'value'" : "payload -> '$.value'"} as value,
-              row_number() over (partition by svc_user_id, svc_ref, call_ref order by created_at desc, id desc) as newest
-         from feedback
-        where project_id = ? and queue_id = ? and feedback_type = ? and annotation_ref = ?
-     ) latest
-     where newest = 1
-     order by created_at, id`,
-    [projectId, queueId, `svc.annotation.${specName}`, ref],
+    `select json_group_array(json_array(svc_user_id, svc_ref, call_ref, created_ms, id, json(value))) as latest
+       from (${latest('created_at', "payload -> '$.value'")}) latest
+      where newest = 1`,
+    params,
   );
-  // SQLite's -> gives the value as JSON text; PostgreSQL's gives jsonb, which the driver parses.
-  if (!postgres) for (const row of rows) row.value = JSON.parse(row.value as string);
-  return rows;
+  return JSON.parse(result!.latest) as LatestRow[];
+}
+
+/**
+ * Whether record `a` was created after `b`, as the SQL above orders them. Server-made ids are
+ * lowercase UUIDv7s, which sort the same in JavaScript as in either database.
+ */
+function isLater(a: LatestRow, b: LatestRow): boolean {
+  return a[3] !== b[3] ? a[3] > b[3] : a[4] > b[4];
 }
 
 /** The spec a scorer ref names (a queue's scorer refs were checked to name stored specs). */
