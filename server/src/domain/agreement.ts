@@ -70,7 +70,7 @@ export async function queueAgreement(db: SqlScope, user: AuthUser, req: Annotati
  * `payload.value` only, with its creation time and id: two pairs of refs can name the same item
  * (its call in svc_ref, or in call_ref with svc_ref naming something else), and then the later
  * record counts (`isLater`). In no particular order: sorting them all would cost more than that
- * rare comparison. feedback_queue_idx finds the rows.
+ * rare comparison. feedback_queue_idx holds the rows in the window's order (no sort on SQLite).
  *
  * On SQLite the rows come back as one JSON array of arrays built by the database: one JSON.parse
  * costs much less than tens of thousands of driver rows (node:sqlite makes each an object in
