@@ -8,8 +8,11 @@ import { invalid } from './errors.ts';
 
 type ItemRow = { id: string; call_id: string };
 type SpecRow = { name: string; field_schema: unknown };
-/** svc_user_id, svc_ref, call_ref, created_ms, id, value. */
-type LatestRow = [user: string, svcRef: string, callRef: string | null, createdMs: number, id: string, value: unknown];
+/**
+ * svc_user_id, the call id in svc_ref and in call_ref (null where that ref names no call of the
+ * project), creation time in epoch milliseconds, id, `payload.value`.
+ */
+type LatestRow = [user: string, svcCall: string | null, refCall: string | null, createdMs: number, id: string, value: unknown];
 
 /**
  * `POST /annotation_queues/{queue_id}/agreement`: for each scorer spec of the queue (or each one
@@ -31,7 +34,7 @@ export async function queueAgreement(db: SqlScope, user: AuthUser, req: Annotati
 
   // Item order: the order items were added (the items query's default order).
   const items = await sqlRows<ItemRow>(db, 'select id, call_id from annotation_queue_items where queue_id = ? and deleted_at is null order by created_at, id', [queue.id]);
-  const itemOfRef = new Map(items.map((item) => [callRef(req.project_id, item.call_id), item]));
+  const itemOfCall = new Map(items.map((item) => [item.call_id, item]));
 
   const agreement: Agreement[] = [];
   for (const ref of refs) {
@@ -40,7 +43,7 @@ export async function queueAgreement(db: SqlScope, user: AuthUser, req: Annotati
     // Item → annotator → the record whose value counts.
     const latestOf = new Map<ItemRow, Record<string, LatestRow>>();
     for (const row of await latestValues(db, req.project_id, queue.id, spec.name, ref)) {
-      const item = itemOfRef.get(row[1]) ?? (row[2] === null ? undefined : itemOfRef.get(row[2]));
+      const item = (row[1] === null ? undefined : itemOfCall.get(row[1])) ?? (row[2] === null ? undefined : itemOfCall.get(row[2]));
       if (!item) continue;
       let latest = latestOf.get(item);
       if (!latest) latestOf.set(item, (latest = Object.create(null) as Record<string, LatestRow>));
@@ -79,29 +82,33 @@ export async function queueAgreement(db: SqlScope, user: AuthUser, req: Annotati
  */
 async function latestValues(db: SqlScope, projectId: string, queueId: string, specName: string, ref: string): Promise<LatestRow[]> {
   const postgres = onPostgres(db);
+  // The call ids in the refs, cut out by the database: shorter strings to read and look up.
+  const prefix = callRef(projectId, '');
+  const prefixLength = [...prefix].length; // characters, as substr counts them on both databases
+  const callOf = (column: string) => `case when substr(${column}, 1, ${prefixLength}) = ? then substr(${column}, ${prefixLength + 1}) end`;
   const latest = (createdMs: string, value: string) => `
-    select svc_user_id, svc_ref, call_ref, id, ${createdMs} as created_ms, ${value} as value,
+    select svc_user_id, ${callOf('svc_ref')} as svc_call, ${callOf('call_ref')} as ref_call, id, ${createdMs} as created_ms, ${value} as value,
            row_number() over (partition by svc_user_id, svc_ref, call_ref order by created_at desc, id desc) as newest
       from feedback
      where project_id = ? and queue_id = ? and feedback_type = ? and annotation_ref = ?`;
-  const params = [projectId, queueId, `svc.annotation.${specName}`, ref];
+  const params = [prefix, prefix, projectId, queueId, `svc.annotation.${specName}`, ref];
   // Annotation payloads always hold a value (feedback-rules.ts): SQL NULL never stands for one.
   if (postgres) {
     // The creation time as epoch milliseconds in a float8 (exact below 2^53): no Date per row.
-    type Row = { svc_user_id: string; svc_ref: string; call_ref: string | null; created_ms: number; id: string; value: unknown };
+    type Row = { svc_user_id: string; svc_call: string | null; ref_call: string | null; created_ms: number; id: string; value: unknown };
     const rows = await sqlRows<Row>(
       db,
-      `select svc_user_id, svc_ref, call_ref, created_ms, id, value
+      `select svc_user_id, svc_call, ref_call, created_ms, id, value
          from (${latest('(extract(epoch from created_at) * 1000)::float8', "payload -> 'value'")}) latest
         where newest = 1`,
       params,
     );
-    return rows.map((row) => [row.svc_user_id, row.svc_ref, row.call_ref, row.created_ms, row.id, row.value]);
+    return rows.map((row) => [row.svc_user_id, row.svc_call, row.ref_call, row.created_ms, row.id, row.value]);
   }
   // SQLite stores epoch milliseconds.
   const [result] = await sqlRows<{ latest: string }>(
     db,
-    `select json_group_array(json_array(svc_user_id, svc_ref, call_ref, created_ms, id, json(value))) as latest
+    `select json_group_array(json_array(svc_user_id, svc_call, ref_call, created_ms, id, json(value))) as latest
        from (${latest('created_at', "payload -> '$.value'")}) latest
       where newest = 1`,
     params,
