@@ -73,44 +73,50 @@ export async function queueAgreement(db: SqlScope, user: AuthUser, req: Annotati
  * `payload.value` only, with its creation time and id: two pairs of refs can name the same item
  * (its call in svc_ref, or in call_ref with svc_ref naming something else), and then the later
  * record counts (`isLater`). In no particular order: sorting them all would cost more than that
- * rare comparison. feedback_queue_idx holds the rows in the window's order (no sort on SQLite).
+ * rare comparison.
  *
- * On SQLite the rows come back as one JSON array of arrays built by the database: one JSON.parse
+ * PostgreSQL takes the newest row of each window (row_number), read as driver rows. SQLite takes it
+ * with max() over a key of creation time then id, whose row gives the other columns (SQLite's
+ * documented "bare columns" of min/max), streamed in feedback_queue_idx's order with no sort and no
+ * window; and it returns them as one JSON array of arrays built by the database: one JSON.parse
  * costs much less than tens of thousands of driver rows (node:sqlite makes each an object in
- * dictionary mode). On PostgreSQL, building that JSON (json_build_array per row) costs more than
- * the driver's rows, so they come as rows.
+ * dictionary mode). On PostgreSQL that JSON (json_build_array per row) costs more than the rows.
  */
 async function latestValues(db: SqlScope, projectId: string, queueId: string, specName: string, ref: string): Promise<LatestRow[]> {
-  const postgres = onPostgres(db);
   // The call ids in the refs, cut out by the database: shorter strings to read and look up.
   const prefix = callRef(projectId, '');
   const prefixLength = [...prefix].length; // characters, as substr counts them on both databases
   const callOf = (column: string) => `case when substr(${column}, 1, ${prefixLength}) = ? then substr(${column}, ${prefixLength + 1}) end`;
-  const latest = (createdMs: string, value: string) => `
-    select svc_user_id, ${callOf('svc_ref')} as svc_call, ${callOf('call_ref')} as ref_call, id, ${createdMs} as created_ms, ${value} as value,
-           row_number() over (partition by svc_user_id, svc_ref, call_ref order by created_at desc, id desc) as newest
-      from feedback
-     where project_id = ? and queue_id = ? and feedback_type = ? and annotation_ref = ?`;
+  const columns = `svc_user_id, ${callOf('svc_ref')} as svc_call, ${callOf('call_ref')} as ref_call, id`;
+  const where = 'project_id = ? and queue_id = ? and feedback_type = ? and annotation_ref = ?';
   const params = [prefix, prefix, projectId, queueId, `svc.annotation.${specName}`, ref];
   // Annotation payloads always hold a value (feedback-rules.ts): SQL NULL never stands for one.
-  if (postgres) {
+  if (onPostgres(db)) {
     // The creation time as epoch milliseconds in a float8 (exact below 2^53): no Date per row.
     type Row = { svc_user_id: string; svc_call: string | null; ref_call: string | null; created_ms: number; id: string; value: unknown };
     const rows = await sqlRows<Row>(
       db,
-      `select svc_user_id, svc_call, ref_call, created_ms, id, value
-         from (${latest('(extract(epoch from created_at) * 1000)::float8', "payload -> 'value'")}) latest
-        where newest = 1`,
+      `select svc_user_id, svc_call, ref_call, created_ms, id, value from (
+         select ${columns}, (extract(epoch from created_at) * 1000)::float8 as created_ms, payload -> 'value' as value,
+                row_number() over (partition by svc_user_id, svc_ref, call_ref order by created_at desc, id desc) as newest
+           from feedback
+          where ${where}
+       ) latest
+       where newest = 1`,
       params,
     );
     return rows.map((row) => [row.svc_user_id, row.svc_call, row.ref_call, row.created_ms, row.id, row.value]);
   }
-  // SQLite stores epoch milliseconds.
+  // created_at holds epoch milliseconds (13 digits until the year 2286), zero-padded so that the
+  // key sorts as text; ids are unique within a project, so no two rows share a key.
   const [result] = await sqlRows<{ latest: string }>(
     db,
-    `select json_group_array(json_array(svc_user_id, svc_call, ref_call, created_ms, id, json(value))) as latest
-       from (${latest('created_at', "payload -> '$.value'")}) latest
-      where newest = 1`,
+    `select json_group_array(json_array(svc_user_id, svc_call, ref_call, created_ms, id, json(value))) as latest from (
+       select ${columns}, created_at as created_ms, payload -> '$.value' as value, max(printf('%015d', created_at) || id)
+         from feedback
+        where ${where}
+        group by svc_user_id, svc_ref, call_ref
+     ) latest`,
     params,
   );
   return JSON.parse(result!.latest) as LatestRow[];
