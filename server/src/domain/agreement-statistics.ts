@@ -63,6 +63,8 @@ export const REASONS = {
 /** One annotator's value within an item; `index` points into the distinct values of the data. */
 interface Entry {
   annotator: string;
+  /** The annotator's position in code-point order of all annotators' ids. */
+  rank: number;
   value: unknown;
   key: string;
   index: number;
@@ -89,24 +91,33 @@ function fitsLevel(value: unknown, level: AgreementLevel): boolean {
 
 /**
  * `items` in item order, each with the values its annotators gave. Numbers are not rounded;
- * annotators are in code-point order of their ids and pairs follow that order.
+ * annotators are in code-point order of their ids and pairs follow that order. Linear in the
+ * number of values, bar the distinct values' sort (and the ratio level's sum over pairs of them).
  */
 export function agreementStatistics(items: readonly RatedItem[], level: AgreementLevel): AgreementStatistics {
-  const rated = items
-    .map((item) => ({
-      item,
-      entries: Object.keys(item.values)
-        .filter((annotator) => item.values[annotator] !== undefined)
-        .sort(byCodePoint)
-        .map((annotator): Entry => {
-          const value = item.values[annotator];
-          return { annotator, value, key: canonicalize(value) ?? 'undefined', index: -1 };
-        }),
-    }))
-    .filter((unit) => unit.entries.length > 0);
+  const annotators = annotatorsOf(items);
+  const rank = new Map(annotators.map((annotator, r) => [annotator, r]));
+  const keyOf = canonicalKeys();
+  const rated: Unit[] = [];
+  for (const item of items) {
+    const entries: Entry[] = [];
+    for (const annotator of Object.keys(item.values)) {
+      const value = item.values[annotator];
+      if (value !== undefined) entries.push({ annotator, rank: rank.get(annotator)!, value, key: keyOf(value), index: -1 });
+    }
+    if (!entries.length) continue;
+    // Insertion sort: an item has a handful of values, for which Array#sort is far slower.
+    for (let i = 1; i < entries.length; i++) {
+      const entry = entries[i]!;
+      let j = i;
+      for (; j > 0 && entries[j - 1]!.rank > entry.rank; j--) entries[j] = entries[j - 1]!;
+      entries[j] = entry;
+    }
+    rated.push({ item, entries });
+  }
   const pairable = rated.filter((unit) => unit.entries.length >= 2);
-  const annotators = [...new Set(rated.flatMap((unit) => unit.entries.map((entry) => entry.annotator)))].sort(byCodePoint);
-  const values = pairable.flatMap((unit) => unit.entries);
+  const values: Entry[] = [];
+  for (const unit of pairable) for (const entry of unit.entries) values.push(entry);
 
   // Values the level cannot measure fall back to identity, so disagreements can still be listed.
   const unfit = values.some((entry) => !fitsLevel(entry.value, level));
@@ -131,18 +142,62 @@ export function agreementStatistics(items: readonly RatedItem[], level: Agreemen
     alpha: coefficients?.alpha ?? null,
     observed_agreement: coefficients?.observedAgreement ?? null,
     pairs: pairAgreements(annotators, pairable, level),
-    disagreements: pairable
-      .map((unit, order) => ({ unit, order, disagreement: unitDisagreement(units[order]!, metric.delta) }))
-      .filter(({ disagreement }) => disagreement > 0)
-      .sort((a, b) => b.disagreement - a.disagreement || a.order - b.order)
-      .slice(0, MAX_DISAGREEMENTS)
-      .map(({ unit }) => ({
+    disagreements: mostDisagreeing(units, metric.delta).map((order) => {
+      const unit = pairable[order]!;
+      return {
         item_id: unit.item.item_id,
         call_id: unit.item.call_id,
         values: unit.entries.map((entry) => ({ annotator_user_id: entry.annotator, value: entry.value })),
-      })),
+      };
+    }),
     reason,
   };
+}
+
+interface Unit {
+  item: RatedItem;
+  /** In annotator order. */
+  entries: Entry[];
+}
+
+/** Every annotator with a value anywhere, in code-point order of their ids. */
+function annotatorsOf(items: readonly RatedItem[]): string[] {
+  const seen = new Set<string>();
+  for (const item of items) for (const annotator of Object.keys(item.values)) if (item.values[annotator] !== undefined) seen.add(annotator);
+  return [...seen].sort(byCodePoint);
+}
+
+/**
+ * The canonical JSON of a value (values are equal when their keys are), remembered for scalars:
+ * a queue's values are mostly a few scalars repeated many times.
+ */
+function canonicalKeys(): (value: unknown) => string {
+  const scalars = new Map<unknown, string>();
+  return (value) => {
+    if (value !== null && typeof value === 'object') return canonicalize(value) ?? 'undefined';
+    let key = scalars.get(value);
+    if (key === undefined) scalars.set(value, (key = canonicalize(value) ?? 'undefined'));
+    return key;
+  };
+}
+
+/**
+ * Positions (in `units`) of at most MAX_DISAGREEMENTS units with a disagreement above 0, most
+ * disagreeing first, ties in unit order: a bounded insertion instead of sorting every unit.
+ */
+function mostDisagreeing(units: number[][], delta: Metric['delta']): number[] {
+  const top: Array<{ order: number; disagreement: number }> = [];
+  for (let order = 0; order < units.length; order++) {
+    const disagreement = unitDisagreement(units[order]!, delta);
+    if (!(disagreement > 0)) continue;
+    if (top.length === MAX_DISAGREEMENTS && disagreement <= top[top.length - 1]!.disagreement) continue;
+    // After every kept unit of greater or equal disagreement: equal ones came earlier in unit order.
+    let at = top.length;
+    while (at > 0 && top[at - 1]!.disagreement < disagreement) at--;
+    top.splice(at, 0, { order, disagreement });
+    if (top.length > MAX_DISAGREEMENTS) top.pop();
+  }
+  return top.map((kept) => kept.order);
 }
 
 interface Distinct {
@@ -258,37 +313,58 @@ function krippendorffAlpha(units: number[][], counts: number[], metric: Metric):
 /** An item's own D_o: the mean δ² over the ordered pairs of its values (Krippendorff's D_o over that unit alone). */
 function unitDisagreement(unit: number[], delta: Metric['delta']): number {
   // Sorted, so that items holding the same values give bit-identical sums.
-  const sorted = [...unit].sort((a, b) => a - b);
+  const sorted = sortedIndices(unit);
   let sum = 0;
   for (let i = 0; i < sorted.length; i++) for (let j = i + 1; j < sorted.length; j++) sum += delta(sorted[i]!, sorted[j]!);
   return (2 * sum) / (sorted.length * (sorted.length - 1));
 }
 
-function pairAgreements(annotators: string[], pairable: Array<{ entries: Entry[] }>, level: AgreementLevel): PairAgreement[] {
-  // Entries are in annotator order, so each unit adds its (a, b) pairs with a before b.
-  const common = new Map<string, Array<[Entry, Entry]>>();
+/** A sorted copy of a unit's value indices (insertion sort: a unit holds a handful). */
+function sortedIndices(unit: number[]): number[] {
+  const sorted = unit.slice();
+  for (let i = 1; i < sorted.length; i++) {
+    const index = sorted[i]!;
+    let j = i;
+    for (; j > 0 && sorted[j - 1]! > index; j--) sorted[j] = sorted[j - 1]!;
+    sorted[j] = index;
+  }
+  return sorted;
+}
+
+function pairAgreements(annotators: string[], pairable: Unit[], level: AgreementLevel): PairAgreement[] {
+  // Entries are in annotator order, so each unit adds its (a, b) pairs with a before b; a pair's
+  // values are kept in two parallel lists under the number a·A + b.
+  const count = annotators.length;
+  const common = new Map<number, { xs: Entry[]; ys: Entry[] }>();
   for (const { entries } of pairable) {
     for (let i = 0; i < entries.length; i++) {
       for (let j = i + 1; j < entries.length; j++) {
-        const key = JSON.stringify([entries[i]!.annotator, entries[j]!.annotator]);
-        const list = common.get(key) ?? [];
-        list.push([entries[i]!, entries[j]!]);
-        common.set(key, list);
+        const key = entries[i]!.rank * count + entries[j]!.rank;
+        let lists = common.get(key);
+        if (!lists) common.set(key, (lists = { xs: [], ys: [] }));
+        lists.xs.push(entries[i]!);
+        lists.ys.push(entries[j]!);
       }
     }
   }
   const pairs: PairAgreement[] = [];
-  for (let a = 0; a < annotators.length; a++) {
-    for (let b = a + 1; b < annotators.length; b++) {
-      const items = common.get(JSON.stringify([annotators[a], annotators[b]]));
-      if (!items) continue;
-      const fits = items.every(([x, y]) => fitsLevel(x.value, level) && fitsLevel(y.value, level));
+  for (let a = 0; a < count; a++) {
+    for (let b = a + 1; b < count; b++) {
+      const lists = common.get(a * count + b);
+      if (!lists) continue;
+      const { xs, ys } = lists;
+      let fits = true;
+      let same = 0;
+      for (let u = 0; u < xs.length; u++) {
+        if (fits && !(fitsLevel(xs[u]!.value, level) && fitsLevel(ys[u]!.value, level))) fits = false;
+        if (xs[u]!.key === ys[u]!.key) same++;
+      }
       pairs.push({
         annotator_a: annotators[a]!,
         annotator_b: annotators[b]!,
-        items: items.length,
-        agreement: items.filter(([x, y]) => x.key === y.key).length / items.length,
-        kappa: fits ? cohenKappa(items, level) : null,
+        items: xs.length,
+        agreement: same / xs.length,
+        kappa: fits ? cohenKappa(xs, ys, level) : null,
       });
     }
   }
@@ -304,32 +380,56 @@ function pairAgreements(annotators: string[], pairable: Array<{ entries: Entry[]
  * among the distinct values the two annotators gave (the categories of their table). The usual
  * normalisation by (k − 1)² cancels out of the ratio. Values fit the level (see `fitsLevel`).
  * Null when the denominator is 0, which happens exactly when both annotators gave one and the
- * same value throughout.
+ * same value throughout. `xs[u]` and `ys[u]` are the two annotators' values on their u-th item.
  */
-function cohenKappa(pairs: Array<[Entry, Entry]>, level: AgreementLevel): number | null {
+function cohenKappa(xs: Entry[], ys: Entry[], level: AgreementLevel): number | null {
   const categories = new Map<string, unknown>();
-  for (const [x, y] of pairs) categories.set(x.key, x.value).set(y.key, y.value);
+  for (let u = 0; u < xs.length; u++) categories.set(xs[u]!.key, xs[u]!.value).set(ys[u]!.key, ys[u]!.value);
   if (categories.size === 1) return null;
-  const items = pairs.length;
+  const items = xs.length;
   // Both sums are over items: N Σ v_ij p_o,ij = Σ_u v(x_u, y_u) and N² Σ v_ij p_e,ij = Σ_u Σ_w v(x_u, y_w).
   if (level === 'nominal') {
     const columns = new Map<string, number>();
-    for (const [, y] of pairs) columns.set(y.key, (columns.get(y.key) ?? 0) + 1);
-    const observed = pairs.filter(([x, y]) => x.key !== y.key).length;
-    const expected = items * items - sum(pairs.map(([x]) => columns.get(x.key) ?? 0));
-    return 1 - (items * observed) / expected;
+    for (const y of ys) columns.set(y.key, (columns.get(y.key) ?? 0) + 1);
+    let observed = 0;
+    let matching = 0;
+    for (let u = 0; u < items; u++) {
+      if (xs[u]!.key !== ys[u]!.key) observed++;
+      matching += columns.get(xs[u]!.key) ?? 0;
+    }
+    return 1 - (items * observed) / (items * items - matching);
   }
   const number = (key: string) => categories.get(key) as number;
   const ranks = level === 'ordinal' ? new Map([...categories.keys()].sort((a, b) => number(a) - number(b)).map((key, r) => [key, r])) : null;
-  const position = (key: string) => (ranks ? ranks.get(key)! : number(key));
-  const xs = pairs.map(([x]) => position(x.key));
-  const ys = pairs.map(([, y]) => position(y.key));
-  const observed = sum(xs.map((x, u) => (x - ys[u]!) ** 2));
+  const position = (entry: Entry) => (ranks ? ranks.get(entry.key)! : (entry.value as number));
+  // Sums taken in item order, as a left fold from 0.
+  let observed = 0;
+  let sumX = 0;
+  let sumY = 0;
+  const px = new Float64Array(items);
+  const py = new Float64Array(items);
+  for (let u = 0; u < items; u++) {
+    const x = (px[u] = position(xs[u]!));
+    const y = (py[u] = position(ys[u]!));
+    observed += (x - y) ** 2;
+    sumX += x;
+    sumY += y;
+  }
   // Σ_u Σ_w (x_u − y_w)² = N Σ x'² + N Σ y'² − 2 Σ x' Σ y', with x' = x − m and y' = y − m taken
   // about the mean m of all 2N positions to keep precision.
-  const mean = (sum(xs) + sum(ys)) / (2 * items);
-  const dx = xs.map((x) => x - mean);
-  const dy = ys.map((y) => y - mean);
-  const expected = items * sum(dx.map((d) => d * d)) + items * sum(dy.map((d) => d * d)) - 2 * sum(dx) * sum(dy);
+  const mean = (sumX + sumY) / (2 * items);
+  let squaresX = 0;
+  let squaresY = 0;
+  let deviationsX = 0;
+  let deviationsY = 0;
+  for (let u = 0; u < items; u++) {
+    const dx = px[u]! - mean;
+    const dy = py[u]! - mean;
+    squaresX += dx * dx;
+    squaresY += dy * dy;
+    deviationsX += dx;
+    deviationsY += dy;
+  }
+  const expected = items * squaresX + items * squaresY - 2 * deviationsX * deviationsY;
   return 1 - (items * observed) / expected;
 }

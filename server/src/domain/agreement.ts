@@ -1,6 +1,6 @@
 import { callRef, parseRef, type Agreement, type AgreementLevel, type AnnotationQueueAgreementReq, type Json } from '@loupe/shared';
 import type { AuthUser } from '../auth/authenticate.ts';
-import { jsonFromSql, sqlRows, type SqlScope } from '../db/sql.ts';
+import { jsonFromSql, onPostgres, sqlRows, type SqlScope } from '../db/sql.ts';
 import { requireProjectAccess } from './access.ts';
 import { agreementStatistics, type RatedItem } from './agreement-statistics.ts';
 import { liveQueue } from './annotation-queues.ts';
@@ -8,7 +8,11 @@ import { invalid } from './errors.ts';
 
 type ItemRow = { id: string; call_id: string };
 type SpecRow = { name: string; field_schema: unknown };
-type FeedbackRow = { svc_user_id: string; svc_ref: string; call_ref: string | null; payload: unknown };
+/**
+ * svc_user_id, the call id in svc_ref and in call_ref (null where that ref names no call of the
+ * project), creation time in epoch milliseconds, id, `payload.value`.
+ */
+type LatestRow = [user: string, svcCall: string | null, refCall: string | null, createdMs: number, id: string, value: unknown];
 
 /**
  * `POST /annotation_queues/{queue_id}/agreement`: for each scorer spec of the queue (or each one
@@ -30,36 +34,100 @@ export async function queueAgreement(db: SqlScope, user: AuthUser, req: Annotati
 
   // Item order: the order items were added (the items query's default order).
   const items = await sqlRows<ItemRow>(db, 'select id, call_id from annotation_queue_items where queue_id = ? and deleted_at is null order by created_at, id', [queue.id]);
-  const itemOfRef = new Map(items.map((item) => [callRef(req.project_id, item.call_id), item]));
+  const itemOfCall = new Map(items.map((item) => [item.call_id, item]));
 
   const agreement: Agreement[] = [];
   for (const ref of refs) {
     const spec = await specOf(db, req.project_id, ref);
     const level = req.levels?.[ref] ?? levelOf(spec.field_schema);
-    // Oldest first: each later record of an annotator for an item replaces the value before it.
-    const rows = await sqlRows<FeedbackRow>(
-      db,
-      `select svc_user_id, svc_ref, call_ref, payload from feedback
-        where project_id = ? and queue_id = ? and feedback_type = ? and annotation_ref = ?
-        order by created_at, id`,
-      [req.project_id, queue.id, `svc.annotation.${spec.name}`, ref],
-    );
-    const valuesOf = new Map<string, Record<string, unknown>>();
-    for (const row of rows) {
-      const item = itemOfRef.get(row.svc_ref) ?? (row.call_ref === null ? undefined : itemOfRef.get(row.call_ref));
+    // Item → annotator → the record whose value counts.
+    const latestOf = new Map<ItemRow, Record<string, LatestRow>>();
+    for (const row of await latestValues(db, req.project_id, queue.id, spec.name, ref)) {
+      const item = (row[1] === null ? undefined : itemOfCall.get(row[1])) ?? (row[2] === null ? undefined : itemOfCall.get(row[2]));
       if (!item) continue;
-      const payload = jsonFromSql<Record<string, unknown>>(row.payload);
-      let values = valuesOf.get(item.id);
-      if (!values) valuesOf.set(item.id, (values = Object.create(null) as Record<string, unknown>));
-      values[row.svc_user_id] = payload.value;
+      let latest = latestOf.get(item);
+      if (!latest) latestOf.set(item, (latest = Object.create(null) as Record<string, LatestRow>));
+      const held = latest[row[0]];
+      if (!held || isLater(row, held)) latest[row[0]] = row;
     }
-    const rated: RatedItem[] = items.map((item) => ({ item_id: item.id, call_id: item.call_id, values: valuesOf.get(item.id) ?? {} }));
+    // Items without values change nothing; the rest go in item order.
+    const rated: RatedItem[] = [];
+    for (const item of items) {
+      const latest = latestOf.get(item);
+      if (!latest) continue;
+      const values: Record<string, unknown> = Object.create(null);
+      for (const annotator in latest) values[annotator] = latest[annotator]![5];
+      rated.push({ item_id: item.id, call_id: item.call_id, values });
+    }
     const statistics = agreementStatistics(rated, level);
     // The values came from stored JSON payloads: they are JSON values.
     const disagreements = statistics.disagreements.map((d) => ({ ...d, values: d.values.map((v) => ({ ...v, value: v.value as Json })) }));
     agreement.push({ scorer_ref: ref, name: spec.name, level, ...statistics, disagreements });
   }
   return agreement;
+}
+
+/**
+ * Each annotator's latest value per (svc_ref, call_ref) under one spec in one queue: the
+ * annotator's most recently created record (ties broken by id) for that pair of refs, its
+ * `payload.value` only, with its creation time and id: two pairs of refs can name the same item
+ * (its call in svc_ref, or in call_ref with svc_ref naming something else), and then the later
+ * record counts (`isLater`). In no particular order: sorting them all would cost more than that
+ * rare comparison.
+ *
+ * PostgreSQL takes the newest row of each window (row_number), read as driver rows. SQLite takes it
+ * with max() over a key of creation time then id, whose row gives the other columns (SQLite's
+ * documented "bare columns" of min/max), streamed in feedback_queue_idx's order with no sort and no
+ * window; and it returns them as one JSON array of arrays built by the database: one JSON.parse
+ * costs much less than tens of thousands of driver rows (node:sqlite makes each an object in
+ * dictionary mode). On PostgreSQL that JSON (json_build_array per row) costs more than the rows.
+ */
+async function latestValues(db: SqlScope, projectId: string, queueId: string, specName: string, ref: string): Promise<LatestRow[]> {
+  // The call ids in the refs, cut out by the database: shorter strings to read and look up.
+  const prefix = callRef(projectId, '');
+  const prefixLength = [...prefix].length; // characters, as substr counts them on both databases
+  const callOf = (column: string) => `case when substr(${column}, 1, ${prefixLength}) = ? then substr(${column}, ${prefixLength + 1}) end`;
+  const columns = `svc_user_id, ${callOf('svc_ref')} as svc_call, ${callOf('call_ref')} as ref_call, id`;
+  const where = 'project_id = ? and queue_id = ? and feedback_type = ? and annotation_ref = ?';
+  const params = [prefix, prefix, projectId, queueId, `svc.annotation.${specName}`, ref];
+  // Annotation payloads always hold a value (feedback-rules.ts): SQL NULL never stands for one.
+  if (onPostgres(db)) {
+    // The creation time as epoch milliseconds in a float8 (exact below 2^53): no Date per row.
+    type Row = { svc_user_id: string; svc_call: string | null; ref_call: string | null; created_ms: number; id: string; value: unknown };
+    const rows = await sqlRows<Row>(
+      db,
+      `select svc_user_id, svc_call, ref_call, created_ms, id, value from (
+         select ${columns}, (extract(epoch from created_at) * 1000)::float8 as created_ms, payload -> 'value' as value,
+                row_number() over (partition by svc_user_id, svc_ref, call_ref order by created_at desc, id desc) as newest
+           from feedback
+          where ${where}
+       ) latest
+       where newest = 1`,
+      params,
+    );
+    return rows.map((row) => [row.svc_user_id, row.svc_call, row.ref_call, row.created_ms, row.id, row.value]);
+  }
+  // created_at holds epoch milliseconds (13 digits until the year 2286), zero-padded so that the
+  // key sorts as text; ids are unique within a project, so no two rows share a key.
+  const [result] = await sqlRows<{ latest: string }>(
+    db,
+    `select json_group_array(json_array(svc_user_id, svc_call, ref_call, created_ms, id, json(value))) as latest from (
+       select ${columns}, created_at as created_ms, payload -> '$.value' as value, max(printf('%015d', created_at) || id)
+         from feedback
+        where ${where}
+        group by svc_user_id, svc_ref, call_ref
+     ) latest`,
+    params,
+  );
+  return JSON.parse(result!.latest) as LatestRow[];
+}
+
+/**
+ * Whether record `a` was created after `b`, as the SQL above orders them. Server-made ids are
+ * lowercase UUIDv7s, which sort the same in JavaScript as in either database.
+ */
+function isLater(a: LatestRow, b: LatestRow): boolean {
+  return a[3] !== b[3] ? a[3] > b[3] : a[4] > b[4];
 }
 
 /** The spec a scorer ref names (a queue's scorer refs were checked to name stored specs). */

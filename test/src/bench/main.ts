@@ -7,6 +7,7 @@ import { modelListBenchmark } from './model-list.ts';
 import { progressBenchmark } from './progress-writes.ts';
 import { claimBenchmark } from './claim-writes.ts';
 import { itemsQueryBenchmark } from './items-query.ts';
+import { agreementBenchmark } from './agreement.ts';
 import { printSection, runInfo, writeSection, type Section, type Settings } from './report.ts';
 import { positiveInt } from '../harness/env-settings.ts';
 
@@ -19,6 +20,7 @@ const BENCHMARKS: Record<string, (settings: Settings, workDir: string) => Promis
   claim: claimBenchmark,
   'items-query': itemsQueryBenchmark,
   'feedback-ingest': feedbackIngestBenchmark,
+  agreement: agreementBenchmark,
 };
 const RESULTS_DIR = fileURLToPath(new URL('../../bench-results/', import.meta.url));
 
