@@ -1,0 +1,41 @@
+import type { LoupeClient } from '@loupe/client';
+import type { Progress } from '../output.ts';
+import { pages, type Page } from './pages.ts';
+import type { RowWriter } from './writer.ts';
+
+/** The columns of a feedback export, in the order of a stored Feedback record. */
+export const FEEDBACK_COLUMNS = [
+  'id', 'project_id', 'svc_ref', 'feedback_type', 'payload', 'creator', 'annotation_ref', 'runnable_ref',
+  'call_ref', 'trigger_ref', 'queue_id', 'svc_user_id', 'created_at',
+];
+
+type FeedbackQuery = Parameters<LoupeClient['feedback']['query']['query']>[0];
+export type FeedbackFilter = NonNullable<FeedbackQuery['filter']>;
+type Feedback = Awaited<ReturnType<LoupeClient['feedback']['query']['query']>>['result'][number];
+
+/** One page of feedback.query in its default order (created_at, id), continued by cursor. */
+export function feedbackPage(client: LoupeClient, projectId: string, filter: FeedbackFilter | undefined, limit: number) {
+  return async (cursor: string | undefined): Promise<Page<Feedback>> => {
+    const offset = cursor === undefined ? 0 : Number(cursor);
+    const { result } = await client.feedback.query.query({ project_id: projectId, limit, offset, ...(filter ? { filter } : {}) });
+    return { rows: result, next_cursor: result.length === limit ? String(offset + limit) : null };
+  };
+}
+
+/** Streams every matching feedback record to the writer; answers how many were written. */
+export async function exportFeedback(
+  client: LoupeClient,
+  projectId: string,
+  filter: FeedbackFilter | undefined,
+  pageSize: number,
+  writer: RowWriter,
+  progress: Progress,
+): Promise<number> {
+  let written = 0;
+  for await (const rows of pages(feedbackPage(client, projectId, filter, pageSize))) {
+    for (const row of rows) await writer.write(row);
+    written += rows.length;
+    progress.update(written);
+  }
+  return written;
+}
