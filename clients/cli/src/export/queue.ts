@@ -72,9 +72,35 @@ function itemPage(client: LoupeClient, plan: QueuePlan) {
   };
 }
 
+/**
+ * Splits filter values into groups whose JSON stays under `budget` characters: queries travel in
+ * the URL of a GET, and servers refuse request heads past 16 KiB (431).
+ */
+export function chunkByLength(values: string[], budget = 4000): string[][] {
+  const chunks: string[][] = [];
+  let current: string[] = [];
+  let length = 0;
+  for (const value of values) {
+    const size = encodeURIComponent(JSON.stringify(value)).length + 3;
+    if (current.length && length + size > budget) {
+      chunks.push(current);
+      current = [];
+      length = 0;
+    }
+    current.push(value);
+    length += size;
+  }
+  if (current.length) chunks.push(current);
+  return chunks;
+}
+
 async function callsOf(client: LoupeClient, projectId: string, callIds: string[]): Promise<Map<string, Call>> {
-  const { calls } = await client.calls.query.query({ project_id: projectId, filter: { call_ids: callIds }, limit: callIds.length });
-  return new Map(calls.map((c) => [c.id, c]));
+  const found = new Map<string, Call>();
+  for (const chunk of chunkByLength(callIds)) {
+    const { calls } = await client.calls.query.query({ project_id: projectId, filter: { call_ids: chunk }, limit: chunk.length });
+    for (const call of calls) found.set(call.id, call);
+  }
+  return found;
 }
 
 /**
@@ -86,19 +112,22 @@ async function valuesOf(client: LoupeClient, plan: QueuePlan, refs: string[]): P
   const values = new Map<string, Map<string, unknown>>();
   if (!plan.specs.length) return values;
   const specRefs = new Set(plan.specs.map((s) => s.ref));
-  const filter = { queue_id: plan.queueId, svc_refs: refs, feedback_types: [...new Set(plan.specs.map((s) => `svc.annotation.${s.name}`))] };
-  const fetchPage = async (cursor: string | undefined): Promise<Page<Feedback>> => {
-    const offset = cursor === undefined ? 0 : Number(cursor);
-    const { result } = await client.feedback.query.query({ project_id: plan.projectId, filter, limit: FEEDBACK_PAGE, offset });
-    return { rows: result, next_cursor: result.length === FEEDBACK_PAGE ? String(offset + FEEDBACK_PAGE) : null };
-  };
-  for await (const rows of pages(fetchPage)) {
-    for (const f of rows) {
-      if (!f.annotation_ref || !specRefs.has(f.annotation_ref) || !('value' in f.payload)) continue;
-      const key = `${f.svc_ref}\n${f.annotation_ref}`;
-      let byUser = values.get(key);
-      if (!byUser) values.set(key, (byUser = new Map()));
-      byUser.set(f.svc_user_id, f.payload.value);
+  const feedbackTypes = [...new Set(plan.specs.map((s) => `svc.annotation.${s.name}`))];
+  for (const chunk of chunkByLength(refs)) {
+    const filter = { queue_id: plan.queueId, svc_refs: chunk, feedback_types: feedbackTypes };
+    const fetchPage = async (cursor: string | undefined): Promise<Page<Feedback>> => {
+      const offset = cursor === undefined ? 0 : Number(cursor);
+      const { result } = await client.feedback.query.query({ project_id: plan.projectId, filter, limit: FEEDBACK_PAGE, offset });
+      return { rows: result, next_cursor: result.length === FEEDBACK_PAGE ? String(offset + FEEDBACK_PAGE) : null };
+    };
+    for await (const rows of pages(fetchPage)) {
+      for (const f of rows) {
+        if (!f.annotation_ref || !specRefs.has(f.annotation_ref) || !('value' in f.payload)) continue;
+        const key = `${f.svc_ref}\n${f.annotation_ref}`;
+        let byUser = values.get(key);
+        if (!byUser) values.set(key, (byUser = new Map()));
+        byUser.set(f.svc_user_id, f.payload.value);
+      }
     }
   }
   return values;
