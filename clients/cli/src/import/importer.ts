@@ -113,7 +113,7 @@ export async function runImport(options: ImportOptions): Promise<ImportSummary> 
     stored: batcher.stored,
     stored_lines: batcher.storedRanges(),
     bad_lines: badCount,
-    bad,
+    bad: bad.sort((a, b) => a.line - b.line),
     stopped_at_line: stoppedAt,
     fatal: batcher.fatal ? { status: batcher.fatal.failure.status, reason: batcher.fatal.failure.reason, code: batcher.fatal.failure.code } : null,
     retries,
