@@ -1,9 +1,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { REPO_ROOT, runProcess, type ProcessRun } from '../harness/child-server.ts';
 
-// The CLI as users run it: its own process, `node clients/cli/src/main.ts`, from the repository root.
-const CLI_ENTRY = 'clients/cli/src/main.ts';
+// The CLI as users run it: its own process, as the root `npm run loupe` script starts it (its Node
+// flags read from package.json so that they cannot drift), from the repository root.
+export const CLI_ENTRY = 'clients/cli/bin/loupe.js';
+export const CLI_NODE_FLAGS = (() => {
+  const script = (JSON.parse(readFileSync(`${REPO_ROOT}package.json`, 'utf8')) as { scripts: { loupe: string } }).scripts.loupe;
+  return (/node ((?:--\S+ )*)clients\/cli\/bin\/loupe\.js/.exec(script)?.[1] ?? '').split(' ').filter(Boolean);
+})();
 
 export type CliTarget = { url: string; apiKey: string };
 
@@ -13,7 +18,7 @@ function cliEnv(target: CliTarget): Record<string, string> {
 
 /** Runs `loupe <args>` to its end. */
 export function runCli(target: CliTarget, args: string[]): Promise<ProcessRun> {
-  return runProcess(process.execPath, [CLI_ENTRY, ...args], cliEnv(target));
+  return runProcess(process.execPath, [...CLI_NODE_FLAGS, CLI_ENTRY, ...args], cliEnv(target));
 }
 
 /** Runs `loupe <args> --json`, expecting exit code `code`, and parses the last stdout line. */
@@ -26,7 +31,7 @@ export async function runCliJson<T = Record<string, unknown>>(target: CliTarget,
 
 /** Starts `loupe <args>` and returns the child (for tests that kill it midway). */
 export function spawnCli(target: CliTarget, args: string[]): ChildProcess {
-  return spawn(process.execPath, [CLI_ENTRY, ...args], { cwd: REPO_ROOT, env: { ...process.env, ...cliEnv(target) }, stdio: ['ignore', 'pipe', 'pipe'] });
+  return spawn(process.execPath, [...CLI_NODE_FLAGS, CLI_ENTRY, ...args], { cwd: REPO_ROOT, env: { ...process.env, ...cliEnv(target) }, stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
 /** Writes records as a JSON Lines file. */

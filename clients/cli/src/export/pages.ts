@@ -2,15 +2,16 @@
 export type Page<T> = { rows: T[]; next_cursor: string | null };
 
 /**
- * The rows of a query, page by page: only one page is held at a time, so memory stays bounded
- * whatever the size of the result.
+ * The rows of a query, page by page. The next page is requested as soon as its cursor is known,
+ * so the server reads it while this process writes the current one; at most two pages are held,
+ * so memory stays bounded whatever the size of the result.
  */
 export async function* pages<T>(fetchPage: (cursor: string | undefined) => Promise<Page<T>>): AsyncGenerator<T[]> {
-  let cursor: string | undefined;
-  for (;;) {
-    const page = await fetchPage(cursor);
+  let next: Promise<Page<T>> | undefined = fetchPage(undefined);
+  while (next) {
+    const page: Page<T> = await next;
+    next = page.next_cursor === null ? undefined : fetchPage(page.next_cursor);
+    next?.catch(() => undefined); // awaited on the next turn; not an unhandled rejection meanwhile
     if (page.rows.length) yield page.rows;
-    if (page.next_cursor === null) return;
-    cursor = page.next_cursor;
   }
 }
