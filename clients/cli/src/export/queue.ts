@@ -30,7 +30,14 @@ export async function planQueueExport(client: LoupeClient, projectId: string, qu
     : { specs: [] };
   const byRef = new Map(specs.map((s) => [s.ref, s]));
   const { stats } = await client.annotationQueues.stats.query({ project_id: projectId, queue_ids: [queueId] });
-  const annotators = (stats[0]?.by_annotator ?? []).map((a) => a.annotator_user_id).sort();
+  // The CSV's annotator columns: everyone with progress in the queue, and everyone with a value
+  // (agreement lists them, also those who gave labels without marking progress).
+  const { agreement } = queue.scorer_refs.length
+    ? await client.annotationQueues.agreement.query({ project_id: projectId, queue_id: queueId })
+    : { agreement: [] };
+  const annotators = [
+    ...new Set([...(stats[0]?.by_annotator ?? []).map((a) => a.annotator_user_id), ...agreement.flatMap((a) => a.annotators)]),
+  ].sort();
   return {
     projectId,
     queueId,
