@@ -33,7 +33,7 @@ export async function exportFeedback(
 ): Promise<number> {
   let written = 0;
   for await (const rows of pages(feedbackPage(client, projectId, filter, pageSize))) {
-    for (const row of rows) await writer.write(row);
+    await writer.write(rows);
     written += rows.length;
     progress.update(written);
   }

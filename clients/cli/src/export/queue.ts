@@ -190,10 +190,10 @@ export async function exportQueue(client: LoupeClient, plan: QueuePlan, csv: boo
       callsOf(client, plan.projectId, callIds),
       valuesOf(client, plan, callIds.map((id) => callRef(plan.projectId, id))),
     ]);
-    for (const item of items) {
+    await writer.write(items.map((item) => {
       const full = row(plan, item, calls.get(item.call_id), values);
-      await writer.write(csv ? csvRow(plan, full) : full);
-    }
+      return csv ? csvRow(plan, full) : full;
+    }));
     written += items.length;
     progress.update(written, plan.totalItems ? written / plan.totalItems : undefined);
   }

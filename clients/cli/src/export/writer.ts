@@ -7,7 +7,8 @@ export type Format = 'jsonl' | 'csv';
 
 /** Writes rows as JSON Lines or CSV to a file or stdout, waiting whenever the output is full. */
 export type RowWriter = {
-  write(row: Record<string, unknown>): Promise<void>;
+  /** Writes one page of rows (JSON Lines: one write per page, not per row). */
+  write(rows: readonly Record<string, unknown>[]): Promise<void>;
   close(): Promise<void>;
 };
 
@@ -32,7 +33,11 @@ export function openWriter(format: Format, path: string | undefined, columns: st
   const finished = path ? once(out, 'finish') : Promise.resolve();
   if (format === 'jsonl') {
     return {
-      write: (row) => writeChunk(out, `${JSON.stringify(row)}\n`),
+      write: (rows) => {
+        let text = '';
+        for (const row of rows) text += `${JSON.stringify(row)}\n`;
+        return writeChunk(out, text);
+      },
       async close() {
         if (path) {
           out.end();
@@ -44,10 +49,12 @@ export function openWriter(format: Format, path: string | undefined, columns: st
   const csv: Stringifier = stringify({ header: true, columns, cast: { boolean: (b) => String(b) } });
   csv.pipe(out, { end: Boolean(path) });
   return {
-    async write(row) {
-      const record: Record<string, unknown> = {};
-      for (const column of columns) record[column] = cell(row[column]);
-      await writeChunk(csv, record);
+    async write(rows) {
+      for (const row of rows) {
+        const record: Record<string, unknown> = {};
+        for (const column of columns) record[column] = cell(row[column]);
+        await writeChunk(csv, record);
+      }
     },
     async close() {
       const ended = once(csv, 'end');
