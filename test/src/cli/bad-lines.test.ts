@@ -1,11 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeEachBackend } from '../harness/backends.ts';
 import { client, createUser, type CreatedKeyForTest } from '../harness/http.ts';
 import { startTestServer, type TestServer } from '../harness/server.ts';
-import { runCli, runCliJson, writeJsonl, type CliTarget } from './cli-process.ts';
+import { runCli, runCliJson, spawnCli, writeJsonl, type CliTarget } from './cli-process.ts';
 import { feedbackLine, uuidOf } from './data.ts';
 
 // Bad lines (reported with their line number and the server's reason; --on-error stop and skip),
@@ -107,6 +107,23 @@ describeEachBackend('loupe import: bad lines and limits', (backend) => {
     const huge = await runCliJson<Summary>(as(small, smallMember), ['import', 'feedback', join(dir, 'huge.jsonl'), '--project', project], 2);
     expect(huge).toMatchObject({ stored: 0, bad_lines: 1 });
     expect(huge.bad[0]).toMatchObject({ line: 1, status: 413 });
+  });
+
+  it('reads stdin with -, deriving the same ids as from the file', async () => {
+    const project = 'acme/stdin';
+    const path = join(dir, 'stdin.jsonl');
+    writeJsonl(path, Array.from({ length: 2500 }, (_, n) => feedbackLine(undefined, project, n, false)));
+    const child = spawnCli(as(server, member), ['--json', 'import', 'feedback', '-', '--project', project], { stdin: true });
+    let stdout = '';
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    child.stdin!.end(readFileSync(path));
+    expect(await exited).toBe(0);
+    expect(JSON.parse(stdout)).toMatchObject({ stored: 2500, stored_lines: [[1, 2500]] });
+    const fromFile = await runCliJson<Summary>(as(server, member), ['import', 'feedback', path, '--project', project]);
+    expect(fromFile).toMatchObject({ stored: 2500, bad_lines: 0 });
+    const { projects } = await client(server, member.api_key).projects.query.query({});
+    expect(projects.find((p) => p.project_id === project)?.counts.feedback).toBe(2500);
   });
 
   it('whoami, models, queues list and stats answer with --json; refusals exit 2, usage errors 1', async () => {

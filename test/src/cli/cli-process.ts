@@ -29,9 +29,9 @@ export async function runCliJson<T = Record<string, unknown>>(target: CliTarget,
   return { ...(JSON.parse(last) as T), run };
 }
 
-/** Starts `loupe <args>` and returns the child (for tests that kill it midway). */
-export function spawnCli(target: CliTarget, args: string[]): ChildProcess {
-  return spawn(process.execPath, [...CLI_NODE_FLAGS, CLI_ENTRY, ...args], { cwd: REPO_ROOT, env: { ...process.env, ...cliEnv(target) }, stdio: ['ignore', 'pipe', 'pipe'] });
+/** Starts `loupe <args>` and returns the child (for tests that kill it midway, or write its stdin). */
+export function spawnCli(target: CliTarget, args: string[], { stdin = false } = {}): ChildProcess {
+  return spawn(process.execPath, [...CLI_NODE_FLAGS, CLI_ENTRY, ...args], { cwd: REPO_ROOT, env: { ...process.env, ...cliEnv(target) }, stdio: [stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
 }
 
 /** Writes records as a JSON Lines file. */

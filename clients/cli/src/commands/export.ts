@@ -1,6 +1,7 @@
 import { Command, Option } from 'commander';
 import { connect, type GlobalOptions } from '../connection.ts';
-import { refused } from '../errors.ts';
+import { CliError, EXIT, refused } from '../errors.ts';
+import type { Count } from '../export/feedback.ts';
 import { exportFeedback, FEEDBACK_COLUMNS, type FeedbackFilter } from '../export/feedback.ts';
 import { exportQueue, planQueueExport, queueColumns } from '../export/queue.ts';
 import { openWriter, type Format } from '../export/writer.ts';
@@ -41,15 +42,21 @@ function feedbackFilter(flags: FeedbackFlags): FeedbackFilter | undefined {
   return Object.keys(filter).length ? filter : undefined;
 }
 
-/** Runs an export and prints its one-line summary; server refusals end the command with exit 2. */
-async function run(json: boolean, out: string | undefined, what: string, body: () => Promise<number>): Promise<void> {
+/**
+ * Runs an export and prints its one-line summary. A refusal before any row ends the command with
+ * exit 2; after some rows were written, with exit 3 (partial) and the count in the message.
+ */
+async function run(json: boolean, out: string | undefined, what: string, body: (count: Count) => Promise<void>): Promise<void> {
   const started = performance.now();
-  let written: number;
+  const count: Count = { written: 0 };
   try {
-    written = await body();
+    await body(count);
   } catch (error) {
-    throw refused(error);
+    const cause = refused(error);
+    if (count.written === 0) throw cause;
+    throw new CliError(`${cause.message} (after ${count.written} records were written)`, EXIT.partial);
   }
+  const written = count.written;
   const seconds = (performance.now() - started) / 1000;
   const rate = seconds > 0 ? Math.round(written / seconds) : 0;
   const summary = { exported: what, records: written, out: out ?? null, seconds: +seconds.toFixed(3), records_per_s: rate };
@@ -81,9 +88,9 @@ export function exportCommands(globals: () => GlobalOptions): Command {
       const client = connect(options);
       const writer = openWriter(flags.format, flags.out, FEEDBACK_COLUMNS);
       const progress = startProgress('export feedback', !json);
-      await run(json, flags.out, 'feedback', async () => {
+      await run(json, flags.out, 'feedback', async (count) => {
         try {
-          return await exportFeedback(client, flags.project, feedbackFilter(flags), flags.pageSize, writer, progress);
+          await exportFeedback(client, flags.project, feedbackFilter(flags), flags.pageSize, writer, progress, count);
         } finally {
           progress.stop();
           await writer.close();
@@ -105,9 +112,9 @@ export function exportCommands(globals: () => GlobalOptions): Command {
       const plan = await planQueueExport(client, flags.project, queueId).catch((error: unknown) => Promise.reject(refused(error)));
       const writer = openWriter(flags.format, flags.out, queueColumns(plan));
       const progress = startProgress('export queue', !json);
-      await run(json, flags.out, 'queue', async () => {
+      await run(json, flags.out, 'queue', async (count) => {
         try {
-          return await exportQueue(client, plan, flags.format === 'csv', writer, progress);
+          await exportQueue(client, plan, flags.format === 'csv', writer, progress, count);
         } finally {
           progress.stop();
           await writer.close();

@@ -2,7 +2,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { connect, type GlobalOptions } from '../connection.ts';
 import { EXIT, type ExitCode } from '../errors.ts';
 import { runImport, type ImportKind, type ImportSummary } from '../import/importer.ts';
-import { DEFAULT_RETRY } from '../import/retry.ts';
+import { DEFAULT_RETRY } from '../retry.ts';
 import { formatRanges, printSummary, startProgress } from '../output.ts';
 
 export function positiveInteger(value: string): number {

@@ -22,7 +22,10 @@ export function feedbackPage(client: LoupeClient, projectId: string, filter: Fee
   };
 }
 
-/** Streams every matching feedback record to the writer; answers how many were written. */
+/** Rows written so far, kept by the caller so that a failure midway can say how many. */
+export type Count = { written: number };
+
+/** Streams every matching feedback record to the writer. */
 export async function exportFeedback(
   client: LoupeClient,
   projectId: string,
@@ -30,12 +33,11 @@ export async function exportFeedback(
   pageSize: number,
   writer: RowWriter,
   progress: Progress,
-): Promise<number> {
-  let written = 0;
+  count: Count,
+): Promise<void> {
   for await (const rows of pages(feedbackPage(client, projectId, filter, pageSize))) {
     await writer.write(rows);
-    written += rows.length;
-    progress.update(written);
+    count.written += rows.length;
+    progress.update(count.written);
   }
-  return written;
 }

@@ -1,5 +1,6 @@
 import type { LoupeClient } from '@loupe/client';
 import type { Progress } from '../output.ts';
+import type { Count } from './feedback.ts';
 import { pages, type Page } from './pages.ts';
 import { majority, mean, specKind, type SpecKind } from './scores.ts';
 import type { RowWriter } from './writer.ts';
@@ -181,9 +182,8 @@ function csvRow(plan: QueuePlan, full: Record<string, unknown>): Record<string, 
   return out;
 }
 
-/** Streams one row per item of the queue, in queue order; answers how many were written. */
-export async function exportQueue(client: LoupeClient, plan: QueuePlan, csv: boolean, writer: RowWriter, progress: Progress): Promise<number> {
-  let written = 0;
+/** Streams one row per item of the queue, in queue order. */
+export async function exportQueue(client: LoupeClient, plan: QueuePlan, csv: boolean, writer: RowWriter, progress: Progress, count: Count): Promise<void> {
   for await (const items of pages(itemPage(client, plan))) {
     const callIds = [...new Set(items.map((i) => i.call_id))];
     const [calls, values] = await Promise.all([
@@ -194,8 +194,7 @@ export async function exportQueue(client: LoupeClient, plan: QueuePlan, csv: boo
       const full = row(plan, item, calls.get(item.call_id), values);
       return csv ? csvRow(plan, full) : full;
     }));
-    written += items.length;
-    progress.update(written, plan.totalItems ? written / plan.totalItems : undefined);
+    count.written += items.length;
+    progress.update(count.written, plan.totalItems ? count.written / plan.totalItems : undefined);
   }
-  return written;
 }

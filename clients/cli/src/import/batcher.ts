@@ -1,5 +1,5 @@
 import { describeFailure, type Failure } from '../errors.ts';
-import { withRetry, type RetryPolicy } from './retry.ts';
+import { withRetry, type RetryPolicy } from '../retry.ts';
 
 /** One record to store and the input line it came from. */
 export type Entry = { line: number; record: Record<string, unknown> };

@@ -1,7 +1,7 @@
 import { Batcher, type BadLine, type OnError } from './batcher.ts';
 import { inputKey, lineId } from './ids.ts';
 import { openLines } from './lines.ts';
-import type { RetryPolicy } from './retry.ts';
+import type { RetryPolicy } from '../retry.ts';
 import type { Progress } from '../output.ts';
 import type { Failure } from '../errors.ts';
 

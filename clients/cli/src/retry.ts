@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { describeFailure, isTransient, type Failure } from '../errors.ts';
+import { describeFailure, isTransient, type Failure } from './errors.ts';
 
 export type RetryPolicy = {
   /** Retries after the first attempt. */
