@@ -23,23 +23,24 @@ export type Progress = {
 
 const SCALE = 10_000;
 
-export function startProgress(label: string, enabled: boolean): Progress {
+/** `sized`: the share of the work done is known (a file's size, a queue's item count). */
+export function startProgress(label: string, enabled: boolean, sized: boolean): Progress {
   if (!enabled || !process.stderr.isTTY) return { update() {}, stop() {} };
   const started = performance.now();
   const bar = new SingleBar({
     stream: process.stderr,
-    format: `${label} {bar} {percentage}% | {records} records | {rate}/s | ETA {eta}`,
+    format: sized ? `${label} {bar} {percentage}% | {records} records | {rate}/s | ETA {remaining}` : `${label} | {records} records | {rate}/s`,
     hideCursor: true,
     etaBuffer: 50,
     fps: 5,
   });
-  bar.start(SCALE, 0, { records: 0, rate: 0, eta: '?' });
+  bar.start(SCALE, 0, { records: 0, rate: 0, remaining: '?' });
   return {
     update(done, fraction) {
       const seconds = (performance.now() - started) / 1000;
       const rate = seconds > 0 ? Math.round(done / seconds) : 0;
-      const eta = fraction && fraction > 0 ? `${Math.max(0, Math.round((seconds / fraction) * (1 - fraction)))}s` : '?';
-      bar.update(fraction === undefined ? 0 : Math.round(fraction * SCALE), { records: done.toLocaleString('en'), rate: rate.toLocaleString('en'), eta });
+      const remaining = fraction && fraction > 0 ? `${Math.max(0, Math.round((seconds / fraction) * (1 - fraction)))}s` : '?';
+      bar.update(fraction === undefined ? 0 : Math.round(fraction * SCALE), { records: done.toLocaleString('en'), rate: rate.toLocaleString('en'), remaining });
     },
     stop() {
       bar.stop();

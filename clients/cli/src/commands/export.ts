@@ -87,7 +87,7 @@ export function exportCommands(globals: () => GlobalOptions): Command {
       const json = options.json ?? false;
       const client = connect(options);
       const writer = openWriter(flags.format, flags.out, FEEDBACK_COLUMNS);
-      const progress = startProgress('export feedback', !json);
+      const progress = startProgress('export feedback', !json, false);
       await run(json, flags.out, 'feedback', async (count) => {
         try {
           await exportFeedback(client, flags.project, feedbackFilter(flags), flags.pageSize, writer, progress, count);
@@ -111,7 +111,7 @@ export function exportCommands(globals: () => GlobalOptions): Command {
       const client = connect(options);
       const plan = await planQueueExport(client, flags.project, queueId).catch((error: unknown) => Promise.reject(refused(error)));
       const writer = openWriter(flags.format, flags.out, queueColumns(plan));
-      const progress = startProgress('export queue', !json);
+      const progress = startProgress('export queue', !json, true);
       await run(json, flags.out, 'queue', async (count) => {
         try {
           await exportQueue(client, plan, flags.format === 'csv', writer, progress, count);

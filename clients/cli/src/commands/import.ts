@@ -48,7 +48,7 @@ function importCommand(kind: ImportKind, globals: () => GlobalOptions): Command 
       const send = kind === 'calls'
         ? (batch: Record<string, unknown>[]) => client.calls.batchCreate.mutate({ batch: batch as never })
         : (batch: Record<string, unknown>[]) => client.feedback.batchCreate.mutate({ batch: batch as never });
-      const progress = startProgress(`import ${kind}`, !json);
+      const progress = startProgress(`import ${kind}`, !json, file !== '-');
       const summary = await runImport({
         kind,
         path: file,

@@ -75,16 +75,21 @@ export async function runImport(options: ImportOptions): Promise<ImportSummary> 
     onError: options.onError,
     retry: { ...options.retry, onRetry: (failure, attempt) => (retries++, options.retry.onRetry?.(failure, attempt)) },
     onBadLine: noteBad,
-    onStored: () => options.progress.update(batcher.stored, source.fraction()),
+    onStored: () => options.progress.update(batcher.stored, storedShare()),
   });
 
   let key: string | undefined;
   let linesRead = 0;
   let records = 0;
+  let bytesRead = 0;
+  // The share stored: records stored over the records the whole file holds, estimated from the
+  // bytes of lines read so far (the reader runs ahead of what is stored, so its position would not do).
+  const storedShare = () => (source.size && records ? Math.min(1, batcher.stored / ((records * source.size) / bytesRead)) : undefined);
   try {
     for await (const { number, text } of source.lines) {
       if (batcher.stopped) break;
       linesRead = number;
+      bytesRead += Buffer.byteLength(text) + 1;
       key ??= inputKey(text);
       if (!text.trim()) continue; // blank lines hold no record
       const record = parseRecord(text, options, key, number);

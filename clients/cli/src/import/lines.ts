@@ -7,8 +7,8 @@ export type Line = { number: number; text: string };
 /** A JSON Lines source: a file or stdin (`-`), read line by line, never whole. */
 export type LineSource = {
   lines: AsyncIterable<Line>;
-  /** The share of the input read so far, when the input has a known size (a regular file). */
-  fraction(): number | undefined;
+  /** The input's size in bytes, when it is a regular file. */
+  size: number | undefined;
   close(): void;
 };
 
@@ -35,7 +35,7 @@ export function openLines(path: string): LineSource {
   }
   return {
     lines: numbered(),
-    fraction: () => (size ? Math.min(1, (stream as ReadStream).bytesRead / size) : undefined),
+    size,
     close: () => {
       reader.close();
       if (stream !== process.stdin) (stream as ReadStream).destroy();
