@@ -31,7 +31,6 @@ export function startProgress(label: string, enabled: boolean, sized: boolean): 
     stream: process.stderr,
     format: sized ? `${label} {bar} {percentage}% | {records} records | {rate}/s | ETA {remaining}` : `${label} | {records} records | {rate}/s`,
     hideCursor: true,
-    etaBuffer: 50,
     fps: 5,
   });
   bar.start(SCALE, 0, { records: 0, rate: 0, remaining: '?' });

@@ -59,9 +59,7 @@ function importCommand(kind: ImportKind, globals: () => GlobalOptions): Command 
         retry: { ...DEFAULT_RETRY, retries: flags.retries },
         send,
         progress,
-        onBadLine: (bad) => {
-          if (!json) process.stderr.write(`line ${bad.line}: ${bad.reason}\n`);
-        },
+        onBadLine: (bad) => process.stderr.write(`line ${bad.line}: ${bad.reason}\n`),
       });
       printSummary(json, summary, describe(summary));
       process.exitCode = exitCodeOf(summary);
