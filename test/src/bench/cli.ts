@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { createWriteStream, readFileSync } from 'node:fs';
 import { once } from 'node:events';
 import { join } from 'node:path';
+import { createClient } from '@loupe/client';
 import { createUserViaCli, REPO_ROOT } from '../harness/child-server.ts';
 import { CLI_ENTRY, CLI_NODE_FLAGS } from '../cli/cli-process.ts';
 import { freshDatabase } from '../harness/databases.ts';
@@ -39,9 +40,14 @@ async function writeInput(path: string, project: string, records: number): Promi
   await once(out, 'finish');
 }
 
-/** The server's own ingest rate: batches of 1,000 with ids, `CONCURRENCY` in flight, from this process. */
-async function serverIngestRate(url: string, apiKey: string, project: string, records: number): Promise<number> {
+/**
+ * The server's own ingest rate: batches of 1,000 with ids, `CONCURRENCY` in flight, from this
+ * process, through REST (as the feedback-ingest bench sends them) or through the typed client's
+ * door (/trpc, as the CLI sends them), so that the CLI's own cost can be told from the door's.
+ */
+async function serverIngestRate(url: string, apiKey: string, project: string, records: number, door: 'rest' | 'trpc'): Promise<number> {
   const headers = { 'content-type': 'application/json', authorization: `Basic ${Buffer.from(`api:${apiKey}`).toString('base64')}` };
+  const client = createClient({ url, apiKey, batch: false });
   let next = 0;
   const started = performance.now();
   await Promise.all(
@@ -50,6 +56,10 @@ async function serverIngestRate(url: string, apiKey: string, project: string, re
         const from = next;
         next += 1000;
         const batch = Array.from({ length: Math.min(1000, records - from) }, (_, i) => ({ project_id: project, id: randomUUID(), ...element(project, from + i) }));
+        if (door === 'trpc') {
+          await client.feedback.batchCreate.mutate({ batch: batch as never });
+          continue;
+        }
         const reply = await fetch(`${url}/feedback/batch/create`, { method: 'POST', headers, body: JSON.stringify({ batch }) });
         const text = await reply.text();
         if (reply.status !== 200) throw new Error(`Loupe answered ${reply.status}: ${text.slice(0, 300)}`);
@@ -107,23 +117,27 @@ export async function cliBenchmark(_settings: Settings, workDir: string): Promis
     await writeInput(input, 'bench/cli', records);
 
     // The server's own rate before and after the CLI's import (the database grows in between).
-    const before = await serverIngestRate(loupe.url, user.api_key, 'bench/server', baselineRecords / 2);
+    const quarter = baselineRecords / 4;
+    const before = [await serverIngestRate(loupe.url, user.api_key, 'bench/server', quarter, 'rest'), await serverIngestRate(loupe.url, user.api_key, 'bench/server', quarter, 'trpc')];
     const imported = await runCli(loupe.url, user.api_key, ['import', 'feedback', input, '--project', 'bench/cli']);
-    const after = await serverIngestRate(loupe.url, user.api_key, 'bench/server', baselineRecords / 2);
-    const serverRate = (before + after) / 2;
+    const after = [await serverIngestRate(loupe.url, user.api_key, 'bench/server', quarter, 'trpc'), await serverIngestRate(loupe.url, user.api_key, 'bench/server', quarter, 'rest')];
+    const serverRate = (before[0]! + after[1]!) / 2;
+    const trpcRate = (before[1]! + after[0]!) / 2;
     if (imported.code !== 0 || imported.summary.stored !== records) problems.push(`import exited ${imported.code}: ${JSON.stringify(imported.summary).slice(0, 500)}`);
     const importRate = records / imported.seconds;
 
     const exported = await runCli(loupe.url, user.api_key, ['export', 'feedback', '--project', 'bench/cli', '--out', join(workDir, 'export.jsonl')]);
     if (exported.code !== 0 || exported.summary.records !== records) problems.push(`export exited ${exported.code}: ${JSON.stringify(exported.summary).slice(0, 500)}`);
-    const exportRate = records / exported.seconds;
+    const exportRate = typeof exported.summary.records === 'number' ? exported.summary.records / exported.seconds : 0;
 
     const results = {
       records,
       server_ingest_records_per_s: Math.round(serverRate),
-      server_ingest_rounds: [Math.round(before), Math.round(after)],
+      server_ingest_rounds: [Math.round(before[0]!), Math.round(after[1]!)],
+      server_trpc_ingest_records_per_s: Math.round(trpcRate),
       cli_import_records_per_s: Math.round(importRate),
       import_ratio: +(importRate / serverRate).toFixed(3),
+      import_ratio_vs_trpc_door: +(importRate / trpcRate).toFixed(3),
       cli_import_peak_rss_mb: imported.peak_rss_mb,
       cli_export_records_per_s: Math.round(exportRate),
       cli_export_peak_rss_mb: exported.peak_rss_mb,
