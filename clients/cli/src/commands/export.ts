@@ -81,7 +81,7 @@ export function exportCommands(globals: () => GlobalOptions): Command {
     .option('--user <user_id>', 'only feedback given by this user (svc_user_id)')
     .option('--since <time>', 'created at or after this RFC 3339 time')
     .option('--until <time>', 'created before this RFC 3339 time')
-    .option('--page-size <n>', 'records per request', positiveInteger, 5000)
+    .option('--page-size <n>', 'records per request', positiveInteger, 2000)
     .action(async (flags: FeedbackFlags) => {
       const options = globals();
       const json = options.json ?? false;
