@@ -84,6 +84,13 @@ describeEachBackend('loupe import and export: round trip', (backend) => {
       else expect(stored.payload).toEqual(line.payload);
       for (const field of ['annotation_ref', 'runnable_ref', 'call_ref', 'trigger_ref', 'queue_id']) expect(stored[field]).toBeNull();
     }
+    // Paged by cursor (contract 5.6) when the server answers next_cursor: never by offset then.
+    const first = await client(server, alice.api_key).feedback.query.query({ project_id: project, limit: 1 });
+    if ('next_cursor' in first) {
+      const queries = server.logs.map((l) => String(l.url ?? '')).filter((url) => url.includes('feedback.query')).map(decodeURIComponent);
+      expect(queries.filter((url) => url.includes('"cursor"')).length).toBeGreaterThanOrEqual(6);
+      expect(queries.filter((url) => url.includes('"offset"'))).toEqual([]);
+    }
     // Export order is the query's: created_at, then id.
     const keys = exported.map((f) => `${f.created_at} ${f.id}`);
     expect(keys).toEqual([...keys].sort());

@@ -1,6 +1,6 @@
 import type { LoupeClient } from '@loupe/client';
 import type { Progress } from '../output.ts';
-import { pages, type Page } from './pages.ts';
+import { nextCursorOf, pagedBy, pages } from './pages.ts';
 import type { RowWriter } from './writer.ts';
 
 /** The columns of a feedback export, in the order of a stored Feedback record. */
@@ -15,11 +15,10 @@ type Feedback = Awaited<ReturnType<LoupeClient['feedback']['query']['query']>>['
 
 /** One page of feedback.query in its default order (created_at, id), continued by cursor. */
 export function feedbackPage(client: LoupeClient, projectId: string, filter: FeedbackFilter | undefined, limit: number) {
-  return async (cursor: string | undefined): Promise<Page<Feedback>> => {
-    const offset = cursor === undefined ? 0 : Number(cursor);
-    const { result } = await client.feedback.query.query({ project_id: projectId, limit, offset, ...(filter ? { filter } : {}) });
-    return { rows: result, next_cursor: result.length === limit ? String(offset + limit) : null };
-  };
+  return pagedBy<Feedback>(limit, async (paging) => {
+    const answer = await client.feedback.query.query({ project_id: projectId, limit, ...(filter ? { filter } : {}), ...paging } as FeedbackQuery);
+    return { rows: answer.result, next_cursor: nextCursorOf(answer) };
+  });
 }
 
 /** Rows written so far, kept by the caller so that a failure midway can say how many. */

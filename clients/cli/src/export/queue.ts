@@ -1,7 +1,7 @@
 import type { LoupeClient } from '@loupe/client';
 import type { Progress } from '../output.ts';
 import type { Count } from './feedback.ts';
-import { pages, type Page } from './pages.ts';
+import { nextCursorOf, pagedBy, pages } from './pages.ts';
 import { majority, mean, specKind, type SpecKind } from './scores.ts';
 import type { RowWriter } from './writer.ts';
 
@@ -13,6 +13,8 @@ const FEEDBACK_PAGE = 10_000;
 type Item = Awaited<ReturnType<LoupeClient['annotationQueues']['items']['query']['query']>>['items'][number];
 type Call = Awaited<ReturnType<LoupeClient['calls']['query']['query']>>['calls'][number];
 type Feedback = Awaited<ReturnType<LoupeClient['feedback']['query']['query']>>['result'][number];
+type FeedbackQuery = Parameters<LoupeClient['feedback']['query']['query']>[0];
+type ItemQuery = Parameters<LoupeClient['annotationQueues']['items']['query']['query']>[0];
 
 export type Spec = { ref: string; name: string; kind: SpecKind };
 
@@ -73,11 +75,10 @@ export function queueColumns(plan: QueuePlan): string[] {
 }
 
 function itemPage(client: LoupeClient, plan: QueuePlan) {
-  return async (cursor: string | undefined): Promise<Page<Item>> => {
-    const offset = cursor === undefined ? 0 : Number(cursor);
-    const { items } = await client.annotationQueues.items.query.query({ project_id: plan.projectId, queue_id: plan.queueId, limit: ITEM_PAGE, offset });
-    return { rows: items, next_cursor: items.length === ITEM_PAGE ? String(offset + ITEM_PAGE) : null };
-  };
+  return pagedBy<Item>(ITEM_PAGE, async (paging) => {
+    const answer = await client.annotationQueues.items.query.query({ project_id: plan.projectId, queue_id: plan.queueId, limit: ITEM_PAGE, ...paging } as ItemQuery);
+    return { rows: answer.items, next_cursor: nextCursorOf(answer) };
+  });
 }
 
 /**
@@ -123,11 +124,10 @@ async function valuesOf(client: LoupeClient, plan: QueuePlan, refs: string[]): P
   const feedbackTypes = [...new Set(plan.specs.map((s) => `svc.annotation.${s.name}`))];
   for (const chunk of chunkByLength(refs)) {
     const filter = { queue_id: plan.queueId, svc_refs: chunk, feedback_types: feedbackTypes };
-    const fetchPage = async (cursor: string | undefined): Promise<Page<Feedback>> => {
-      const offset = cursor === undefined ? 0 : Number(cursor);
-      const { result } = await client.feedback.query.query({ project_id: plan.projectId, filter, limit: FEEDBACK_PAGE, offset });
-      return { rows: result, next_cursor: result.length === FEEDBACK_PAGE ? String(offset + FEEDBACK_PAGE) : null };
-    };
+    const fetchPage = pagedBy<Feedback>(FEEDBACK_PAGE, async (paging) => {
+      const answer = await client.feedback.query.query({ project_id: plan.projectId, filter, limit: FEEDBACK_PAGE, ...paging } as FeedbackQuery);
+      return { rows: answer.result, next_cursor: nextCursorOf(answer) };
+    });
     for await (const rows of pages(fetchPage)) {
       for (const f of rows) {
         if (!f.annotation_ref || !specRefs.has(f.annotation_ref) || !('value' in f.payload)) continue;
