@@ -205,12 +205,19 @@ async function store(em: Em, user: AuthUser, prepared: readonly Prepared[], now:
         return new Set(inserted.map((row) => `${row.project_id}\u0000${row.id}`));
       },
       async readStored(chunk) {
-        const rows = await sqlRows<StoredResult>(tx,
-          `select id, project_id, request_hash, created_at, svc_user_id, payload from feedback
-            where ${chunk.map(() => '(project_id = ? and id = ?)').join(' or ')}`,
-          chunk.flatMap((p) => [p.projectId, p.id]),
-        );
-        return new Map(rows.map((row) => [`${row.project_id}\u0000${row.id}`, { ...row, hash: row.request_hash }]));
+        // One `id in (…)` per project: a chain of 1,000 `or` terms is deeper than SQLite parses.
+        const byProject = new Map<string, string[]>();
+        for (const p of chunk) byProject.set(p.projectId, [...(byProject.get(p.projectId) ?? []), p.id]);
+        const stored = new Map<string, StoredResult & { hash: string }>();
+        for (const [projectId, ids] of byProject) {
+          const rows = await sqlRows<StoredResult>(tx,
+            `select id, project_id, request_hash, created_at, svc_user_id, payload from feedback
+              where project_id = ? and id in (${ids.map(() => '?').join(', ')})`,
+            [projectId, ...ids],
+          );
+          for (const row of rows) stored.set(`${row.project_id}\u0000${row.id}`, { ...row, hash: row.request_hash });
+        }
+        return stored;
       },
       conflict: (p) => conflict(`${where(prepared.indexOf(p))}id "${p.id}" already exists in ${p.projectId} with different content.`),
     });

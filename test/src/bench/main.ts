@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { cliBenchmark } from './cli.ts';
 import { feedbackIngestBenchmark } from './feedback-ingest.ts';
 import { modelListBenchmark } from './model-list.ts';
 import { progressBenchmark } from './progress-writes.ts';
@@ -21,6 +22,7 @@ const BENCHMARKS: Record<string, (settings: Settings, workDir: string) => Promis
   'items-query': itemsQueryBenchmark,
   'feedback-ingest': feedbackIngestBenchmark,
   agreement: agreementBenchmark,
+  cli: cliBenchmark,
 };
 const RESULTS_DIR = fileURLToPath(new URL('../../bench-results/', import.meta.url));
 

@@ -1,0 +1,74 @@
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { connect, type GlobalOptions } from '../connection.ts';
+import { EXIT, type ExitCode } from '../errors.ts';
+import { runImport, type ImportKind, type ImportSummary } from '../import/importer.ts';
+import { DEFAULT_RETRY } from '../retry.ts';
+import { formatRanges, printSummary, startProgress } from '../output.ts';
+
+export function positiveInteger(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('must be a positive integer');
+  return n;
+}
+
+type ImportFlags = { project?: string; batchSize: number; concurrency: number; onError: 'skip' | 'stop'; retries: number };
+
+/** 0 when everything was stored; 3 when some was; 2 when nothing was and something failed. */
+function exitCodeOf(summary: ImportSummary): ExitCode {
+  const failed = summary.bad_lines > 0 || summary.fatal !== null;
+  if (!failed) return EXIT.ok;
+  return summary.stored > 0 ? EXIT.partial : EXIT.refused;
+}
+
+function describe(summary: ImportSummary): string {
+  const parts = [`${summary.kind}: ${summary.stored.toLocaleString('en')} of ${summary.records.toLocaleString('en')} records stored`];
+  parts.push(`lines ${formatRanges(summary.stored_lines)}`);
+  if (summary.bad_lines) parts.push(`${summary.bad_lines} bad line${summary.bad_lines === 1 ? '' : 's'}`);
+  if (summary.stopped_at_line !== null) parts.push(`stopped at line ${summary.stopped_at_line}: nothing after it was sent`);
+  if (summary.fatal) parts.push(`stopped: ${summary.fatal.status ?? 'no answer'} ${summary.fatal.reason}`);
+  if (summary.retries) parts.push(`${summary.retries} retries`);
+  parts.push(`${summary.seconds}s, ${summary.records_per_s.toLocaleString('en')} records/s`);
+  return parts.join('; ');
+}
+
+function importCommand(kind: ImportKind, globals: () => GlobalOptions): Command {
+  const shape = kind === 'calls' ? 'calls/batch/create' : 'feedback/batch/create';
+  return new Command(kind)
+    .description(`import JSON Lines of ${kind} (each line an element of ${shape}) from FILE, or stdin with -`)
+    .argument('<file>', 'a JSON Lines file, or - for stdin')
+    .option('--project <project_id>', 'the project_id of lines that have none')
+    .option('--batch-size <n>', 'records per request (a 413 splits it)', positiveInteger, 1000)
+    .option('--concurrency <n>', 'requests in flight', positiveInteger, 4)
+    .addOption(new Option('--on-error <mode>', 'on a bad line: skip it, or stop sending').choices(['skip', 'stop']).default('stop'))
+    .option('--retries <n>', 'retries of a request on 429, 503 or no answer', (v) => (v === '0' ? 0 : positiveInteger(v)), DEFAULT_RETRY.retries)
+    .action(async (file: string, flags: ImportFlags) => {
+      const options = globals();
+      const json = options.json ?? false;
+      const client = connect(options);
+      const send = kind === 'calls'
+        ? (batch: Record<string, unknown>[]) => client.calls.batchCreate.mutate({ batch: batch as never })
+        : (batch: Record<string, unknown>[]) => client.feedback.batchCreate.mutate({ batch: batch as never });
+      const progress = startProgress(`import ${kind}`, !json, file !== '-');
+      const summary = await runImport({
+        kind,
+        path: file,
+        ...(flags.project ? { project: flags.project } : {}),
+        batchSize: flags.batchSize,
+        concurrency: flags.concurrency,
+        onError: flags.onError,
+        retry: { ...DEFAULT_RETRY, retries: flags.retries },
+        send,
+        progress,
+        onBadLine: (bad) => process.stderr.write(`line ${bad.line}: ${bad.reason}\n`),
+      });
+      printSummary(json, summary, describe(summary));
+      process.exitCode = exitCodeOf(summary);
+    });
+}
+
+export function importCommands(globals: () => GlobalOptions): Command {
+  return new Command('import')
+    .description('import JSON Lines into the server, in batches, resumably')
+    .addCommand(importCommand('calls', globals))
+    .addCommand(importCommand('feedback', globals));
+}

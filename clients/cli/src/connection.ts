@@ -1,0 +1,21 @@
+import { createClient, type LoupeClient } from '@loupe/client';
+import { CliError, EXIT } from './errors.ts';
+
+/** Options every command takes (flags win over the environment). */
+export type GlobalOptions = { url?: string; apiKey?: string; json?: boolean };
+
+export const DEFAULT_URL = 'http://127.0.0.1:8000';
+
+/** The typed client for the server named by `--url`/`LOUPE_URL`, with `--api-key`/`LOUPE_API_KEY`. */
+export function connect(options: GlobalOptions, { needsKey = true } = {}): LoupeClient {
+  const url = options.url ?? process.env.LOUPE_URL ?? DEFAULT_URL;
+  const apiKey = options.apiKey ?? process.env.LOUPE_API_KEY;
+  if (needsKey && !apiKey) throw new CliError('no API key: set LOUPE_API_KEY or pass --api-key', EXIT.usage);
+  try {
+    new URL(url);
+  } catch {
+    throw new CliError(`not a URL: ${url}`, EXIT.usage);
+  }
+  // One request per call: import sends its own batches, and one failed batch must not fail others.
+  return createClient({ url, batch: false, ...(apiKey ? { apiKey } : {}) });
+}

@@ -1,0 +1,57 @@
+import { TRPCClientError } from '@loupe/client';
+
+/** Exit codes, documented in the README: scripts depend on them. */
+export const EXIT = { ok: 0, usage: 1, refused: 2, partial: 3 } as const;
+export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
+
+/** An error that ends the command with a given exit code and a one-line message. */
+export class CliError extends Error {
+  readonly exitCode: ExitCode;
+  constructor(message: string, exitCode: ExitCode) {
+    super(message);
+    this.exitCode = exitCode;
+  }
+}
+
+/** What the server (or the network) said about a failed call, as the CLI needs it. */
+export type Failure = {
+  /** HTTP status, or null when no answer came (connection refused, reset, timeout). */
+  status: number | null;
+  reason: string;
+  code: string | null;
+  /** Zod issue paths, when the request failed schema validation. */
+  issuePaths: (string | number)[][];
+};
+
+type ErrorShape = { reason?: unknown; code?: unknown; issues?: { path?: unknown }[]; data?: { httpStatus?: unknown; code?: unknown } };
+
+/** Reads a TRPCClientError (or a network error) into a Failure. */
+export function describeFailure(error: unknown): Failure {
+  if (error instanceof TRPCClientError) {
+    const shape = (error.shape ?? {}) as ErrorShape;
+    const data = (error.data ?? shape.data ?? {}) as { httpStatus?: unknown; code?: unknown };
+    const response = (error.meta as { response?: { status?: unknown } } | undefined)?.response;
+    const status = typeof data.httpStatus === 'number' ? data.httpStatus : typeof response?.status === 'number' ? response.status : null;
+    const issuePaths = (shape.issues ?? []).map((issue) => (Array.isArray(issue.path) ? (issue.path as (string | number)[]) : []));
+    return {
+      status,
+      reason: typeof shape.reason === 'string' ? shape.reason : error.message,
+      code: typeof data.code === 'string' ? data.code : null,
+      issuePaths,
+    };
+  }
+  return { status: null, reason: error instanceof Error ? error.message : String(error), code: null, issuePaths: [] };
+}
+
+/** Statuses (and no answer at all) that a retry after a pause can cure. */
+export function isTransient(failure: Failure): boolean {
+  return failure.status === null || failure.status === 429 || failure.status === 503 || failure.status === 502 || failure.status === 504;
+}
+
+/** A failure of a single request that is not an import line's fault ends the command: exit 2. */
+export function refused(error: unknown): CliError {
+  if (error instanceof CliError) return error;
+  const failure = describeFailure(error);
+  const where = failure.status === null ? 'no answer from the server' : `the server answered ${failure.status}`;
+  return new CliError(`${where}: ${failure.reason}`, EXIT.refused);
+}

@@ -1,0 +1,42 @@
+import type { LoupeClient } from '@loupe/client';
+import type { Progress } from '../output.ts';
+import { nextCursorOf, pagedBy, pages } from './pages.ts';
+import type { RowWriter } from './writer.ts';
+
+/** The columns of a feedback export, in the order of a stored Feedback record. */
+export const FEEDBACK_COLUMNS = [
+  'id', 'project_id', 'svc_ref', 'feedback_type', 'payload', 'creator', 'annotation_ref', 'runnable_ref',
+  'call_ref', 'trigger_ref', 'queue_id', 'svc_user_id', 'created_at',
+];
+
+type FeedbackQuery = Parameters<LoupeClient['feedback']['query']['query']>[0];
+export type FeedbackFilter = NonNullable<FeedbackQuery['filter']>;
+type Feedback = Awaited<ReturnType<LoupeClient['feedback']['query']['query']>>['result'][number];
+
+/** One page of feedback.query in its default order (created_at, id), continued by cursor. */
+export function feedbackPage(client: LoupeClient, projectId: string, filter: FeedbackFilter | undefined, limit: number) {
+  return pagedBy<Feedback>(limit, async (paging) => {
+    const answer = await client.feedback.query.query({ project_id: projectId, limit, ...(filter ? { filter } : {}), ...paging } as FeedbackQuery);
+    return { rows: answer.result, next_cursor: nextCursorOf(answer) };
+  });
+}
+
+/** Rows written so far, kept by the caller so that a failure midway can say how many. */
+export type Count = { written: number };
+
+/** Streams every matching feedback record to the writer. */
+export async function exportFeedback(
+  client: LoupeClient,
+  projectId: string,
+  filter: FeedbackFilter | undefined,
+  pageSize: number,
+  writer: RowWriter,
+  progress: Progress,
+  count: Count,
+): Promise<void> {
+  for await (const rows of pages(feedbackPage(client, projectId, filter, pageSize))) {
+    await writer.write(rows);
+    count.written += rows.length;
+    progress.update(count.written);
+  }
+}

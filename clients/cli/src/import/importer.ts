@@ -1,0 +1,128 @@
+import { Batcher, type BadLine, type OnError } from './batcher.ts';
+import { inputKey, lineId } from './ids.ts';
+import { openLines } from './lines.ts';
+import type { RetryPolicy } from '../retry.ts';
+import type { Progress } from '../output.ts';
+import type { Failure } from '../errors.ts';
+
+export type ImportKind = 'calls' | 'feedback';
+
+export type ImportOptions = {
+  kind: ImportKind;
+  path: string;
+  project?: string;
+  batchSize: number;
+  concurrency: number;
+  onError: OnError;
+  retry: RetryPolicy;
+  send(records: Record<string, unknown>[]): Promise<unknown>;
+  progress: Progress;
+  /** Called for each bad line as it is found (the command prints it). */
+  onBadLine(bad: BadLine): void;
+};
+
+export type ImportSummary = {
+  kind: ImportKind;
+  lines_read: number;
+  records: number;
+  stored: number;
+  stored_lines: [number, number][];
+  bad_lines: number;
+  /** The first bad lines (at most 1,000), each with the server's reason. */
+  bad: BadLine[];
+  stopped_at_line: number | null;
+  fatal: Pick<Failure, 'status' | 'reason' | 'code'> | null;
+  retries: number;
+  seconds: number;
+  records_per_s: number;
+};
+
+const MAX_LISTED_BAD = 1000;
+
+/** Parses a line into a record: a JSON object, with project_id and a derived id filled in. */
+function parseRecord(text: string, options: ImportOptions, key: string, line: number): Record<string, unknown> | string {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    return `not valid JSON: ${(error as Error).message}`;
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'not a JSON object';
+  const record = value as Record<string, unknown>;
+  if (record.project_id === undefined && options.project) record.project_id = options.project;
+  if (record.id === undefined) record.id = lineId(options.kind, key, line, text);
+  return record;
+}
+
+/** Streams a JSON Lines input into the server in batches; answers what was stored and what was not. */
+export async function runImport(options: ImportOptions): Promise<ImportSummary> {
+  const started = performance.now();
+  const source = openLines(options.path);
+  const bad: BadLine[] = [];
+  let badCount = 0;
+  let retries = 0;
+  let stoppedAt: number | null = null;
+  const noteBad = (entry: BadLine) => {
+    badCount++;
+    if (bad.length < MAX_LISTED_BAD) bad.push(entry);
+    if (options.onError === 'stop') stoppedAt = stoppedAt === null ? entry.line : Math.min(stoppedAt, entry.line);
+    options.onBadLine(entry);
+  };
+  const batcher = new Batcher({
+    send: options.send,
+    batchSize: options.batchSize,
+    concurrency: options.concurrency,
+    onError: options.onError,
+    retry: { ...options.retry, onRetry: (failure, attempt) => (retries++, options.retry.onRetry?.(failure, attempt)) },
+    onBadLine: noteBad,
+    onStored: () => options.progress.update(batcher.stored, storedShare()),
+  });
+
+  let key: string | undefined;
+  let linesRead = 0;
+  let records = 0;
+  let bytesRead = 0;
+  // The share stored: records stored over the records the whole file holds, estimated from the
+  // bytes of lines read so far (the reader runs ahead of what is stored, so its position would not do).
+  const storedShare = () => (source.size && records ? Math.min(1, batcher.stored / ((records * source.size) / bytesRead)) : undefined);
+  try {
+    for await (const { number, text } of source.lines) {
+      if (batcher.stopped) break;
+      linesRead = number;
+      bytesRead += Buffer.byteLength(text) + 1;
+      key ??= inputKey(text);
+      if (!text.trim()) continue; // blank lines hold no record
+      const record = parseRecord(text, options, key, number);
+      if (typeof record === 'string') {
+        noteBad({ line: number, reason: record, status: null });
+        if (options.onError === 'stop') {
+          await batcher.flush(); // the lines before it are sent; nothing after
+          batcher.stop();
+          break;
+        }
+        continue;
+      }
+      records++;
+      await batcher.add({ line: number, record });
+    }
+    await batcher.finish();
+  } finally {
+    source.close();
+  }
+  options.progress.stop();
+  const seconds = (performance.now() - started) / 1000;
+  return {
+    kind: options.kind,
+    lines_read: linesRead,
+    records,
+    stored: batcher.stored,
+    stored_lines: batcher.storedRanges(),
+    bad_lines: badCount,
+    bad: bad.sort((a, b) => a.line - b.line),
+    stopped_at_line: stoppedAt,
+    fatal: batcher.fatal ? { status: batcher.fatal.failure.status, reason: batcher.fatal.failure.reason, code: batcher.fatal.failure.code } : null,
+    retries,
+    seconds: +seconds.toFixed(3),
+    records_per_s: seconds > 0 ? Math.round(batcher.stored / seconds) : 0,
+  };
+}

@@ -1,0 +1,54 @@
+import { SingleBar } from 'cli-progress';
+
+/** Writes a command's result: one JSON line with `--json`, else the human text. */
+export function printResult(json: boolean, value: unknown, human: () => string): void {
+  process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${human()}\n`);
+}
+
+/**
+ * The final one-line summary. Human text goes to stderr; with `--json` it is a JSON line on stdout,
+ * unless stdout carries the command's data (export without --out), then on stderr.
+ */
+export function printSummary(json: boolean, value: unknown, human: string, stdoutFree = true): void {
+  if (json) (stdoutFree ? process.stdout : process.stderr).write(`${JSON.stringify(value)}\n`);
+  else process.stderr.write(`${human}\n`);
+}
+
+/** Progress of a long command: a bar with count, rate and ETA on a terminal, nothing otherwise. */
+export type Progress = {
+  /** `done` records so far; `fraction` of the work when known (e.g. bytes read of a file). */
+  update(done: number, fraction?: number): void;
+  stop(): void;
+};
+
+const SCALE = 10_000;
+
+/** `sized`: the share of the work done is known (a file's size, a queue's item count). */
+export function startProgress(label: string, enabled: boolean, sized: boolean): Progress {
+  if (!enabled || !process.stderr.isTTY) return { update() {}, stop() {} };
+  const started = performance.now();
+  const bar = new SingleBar({
+    stream: process.stderr,
+    format: sized ? `${label} {bar} {percentage}% | {records} records | {rate}/s | ETA {remaining}` : `${label} | {records} records | {rate}/s`,
+    hideCursor: true,
+    fps: 5,
+  });
+  bar.start(SCALE, 0, { records: 0, rate: 0, remaining: '?' });
+  return {
+    update(done, fraction) {
+      const seconds = (performance.now() - started) / 1000;
+      const rate = seconds > 0 ? Math.round(done / seconds) : 0;
+      const remaining = fraction && fraction > 0 ? `${Math.max(0, Math.round((seconds / fraction) * (1 - fraction)))}s` : '?';
+      bar.update(fraction === undefined ? 0 : Math.round(fraction * SCALE), { records: done.toLocaleString('en'), rate: rate.toLocaleString('en'), remaining });
+    },
+    stop() {
+      bar.stop();
+    },
+  };
+}
+
+/** Line numbers as compact ranges: [[1, 1000], [1201, 1500]] → "1-1000, 1201-1500". */
+export function formatRanges(ranges: readonly (readonly [number, number])[]): string {
+  if (!ranges.length) return 'none';
+  return ranges.map(([a, b]) => (a === b ? `${a}` : `${a}-${b}`)).join(', ');
+}
