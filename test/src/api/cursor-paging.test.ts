@@ -14,7 +14,7 @@ const FOREIGN = 'cursor does not belong to this query';
 describeEachBackend('cursor paging', (backend) => {
   let server: TestServer;
   let member: CreatedKeyForTest;
-  const projectId = `acme/cursor-${backend.name}`;
+  const projectId = `acme/cursor-${backend}`;
   beforeAll(async () => {
     server = await startTestServer(backend);
     member = await createUser(server, { entity: 'acme', role: 'member' });
@@ -145,7 +145,7 @@ describeEachBackend('cursor paging', (backend) => {
       expect(await refused(otherQueue, { cursor })).toContain(FOREIGN);
       expect(await refused(queueId, { cursor, filter: { call_op_names: ['a'] } })).toContain(FOREIGN);
       expect(await refused(queueId, { cursor, sort_by: [{ field: 'created_at', direction: 'desc' }] })).toContain(FOREIGN);
-      const otherProject = `acme/cursor-other-${backend.name}`;
+      const otherProject = `acme/cursor-other-${backend}`;
       const foreignQueue = (await queueWithItems(server, member.api_key, otherProject, 1)).queueId;
       expect(await refused(foreignQueue, { cursor }, otherProject)).toContain(FOREIGN);
       // A feedback cursor is not an items cursor.
@@ -164,7 +164,7 @@ describeEachBackend('cursor paging', (backend) => {
   });
 
   describe('feedback', () => {
-    const feedbackProject = `acme/cursor-feedback-${backend.name}`;
+    const feedbackProject = `acme/cursor-feedback-${backend}`;
     beforeAll(async () => {
       // Creators with ties and nulls, in three batches (three created_at values).
       for (let b = 0; b < 3; b++) {
@@ -200,7 +200,7 @@ describeEachBackend('cursor paging', (backend) => {
     }
 
     it('continues without gap or repeat while records are being added', async () => {
-      const project = `acme/cursor-growing-${backend.name}`;
+      const project = `acme/cursor-growing-${backend}`;
       const first = Array.from({ length: 30 }, () => freeForm(project));
       expect((await batchCreate(server, member.api_key, first)).status).toBe(200);
       let reading = true;
@@ -235,7 +235,7 @@ describeEachBackend('cursor paging', (backend) => {
 
   describe('calls, through the tRPC client', () => {
     it('pages by cursor within a filter, binds the cursor to it, and refuses cursor with offset', async () => {
-      const project = `acme/cursor-calls-${backend.name}`;
+      const project = `acme/cursor-calls-${backend}`;
       const made = await createCalls(
         server,
         member.api_key,
