@@ -1627,6 +1627,8 @@ export interface operations {
                     limit?: number;
                     /** @description at most 100,000: a deeper page costs a scan of every row before it */
                     offset?: number;
+                    /** @description next_cursor of the previous page, unchanged; not with offset */
+                    cursor?: string;
                     include_position?: boolean;
                 };
             };
@@ -1640,6 +1642,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         items: components["schemas"]["AnnotationQueueItem"][];
+                        /** @description cursor of the next page in the same order and filter; null when there is none */
+                        next_cursor: string | null;
                     };
                 };
             };
@@ -2503,6 +2507,8 @@ export interface operations {
                     limit?: number;
                     /** @description at most 100,000: a deeper page costs a scan of every row before it */
                     offset?: number;
+                    /** @description next_cursor of the previous page, unchanged; not with offset */
+                    cursor?: string;
                 };
             };
         };
@@ -2515,6 +2521,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         calls: components["schemas"]["Call"][];
+                        /** @description cursor of the next page in the same order and filter; null when there is none */
+                        next_cursor: string | null;
                     };
                 };
             };
@@ -2875,6 +2883,8 @@ export interface operations {
                     limit?: number;
                     /** @description at most 100,000: a deeper page costs a scan of every row before it */
                     offset?: number;
+                    /** @description next_cursor of the previous page, unchanged; not with offset */
+                    cursor?: string;
                 };
             };
         };
@@ -2887,6 +2897,8 @@ export interface operations {
                 content: {
                     "application/json": {
                         result: components["schemas"]["Feedback"][];
+                        /** @description cursor of the next page in the same order and filter; null when there is none */
+                        next_cursor: string | null;
                     };
                 };
             };
