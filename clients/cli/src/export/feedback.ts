@@ -1,6 +1,6 @@
 import type { LoupeClient } from '@loupe/client';
 import type { Progress } from '../output.ts';
-import { nextCursorOf, pagedBy, pages } from './pages.ts';
+import { pagedBy, pages } from './pages.ts';
 import type { RowWriter } from './writer.ts';
 
 /** The columns of a feedback export, in the order of a stored Feedback record. */
@@ -15,9 +15,9 @@ type Feedback = Awaited<ReturnType<LoupeClient['feedback']['query']['query']>>['
 
 /** One page of feedback.query in its default order (created_at, id), continued by cursor. */
 export function feedbackPage(client: LoupeClient, projectId: string, filter: FeedbackFilter | undefined, limit: number) {
-  return pagedBy<Feedback>(limit, async (paging) => {
+  return pagedBy<Feedback>(async (paging) => {
     const answer = await client.feedback.query.query({ project_id: projectId, limit, ...(filter ? { filter } : {}), ...paging } as FeedbackQuery);
-    return { rows: answer.result, next_cursor: nextCursorOf(answer) };
+    return { rows: answer.result, next_cursor: answer.next_cursor };
   });
 }
 

@@ -20,25 +20,10 @@ export async function* pages<T>(fetchPage: (cursor: string | undefined) => Promi
   }
 }
 
-/** How a page is asked for: the first without either, then by cursor (or by offset, see below). */
-export type Paging = { cursor?: string; offset?: number };
+/** How a page is asked for: the first without a cursor, each next one by the cursor of the page before. */
+export type Paging = { cursor?: string };
 
-/**
- * Pages of a query that answers `next_cursor` (contract 5.6), continued by that cursor. A server
- * from before cursors answers none; its pages are then continued by offset, so the CLI works
- * against both. The token handed on says which (`c:` cursor, `o:` offset).
- */
-export function pagedBy<T>(limit: number, run: (paging: Paging) => Promise<{ rows: T[]; next_cursor?: string | null }>) {
-  return async (token: string | undefined): Promise<Page<T>> => {
-    const paging: Paging = token === undefined ? {} : token.startsWith('c:') ? { cursor: token.slice(2) } : { offset: Number(token.slice(2)) };
-    const { rows, next_cursor } = await run(paging);
-    if (next_cursor !== undefined) return { rows, next_cursor: next_cursor === null ? null : `c:${next_cursor}` };
-    const offset = paging.offset ?? 0;
-    return { rows, next_cursor: rows.length === limit ? `o:${offset + limit}` : null };
-  };
-}
-
-/** `next_cursor` of an answer, when the server gave one. */
-export function nextCursorOf(answer: object): string | null | undefined {
-  return (answer as { next_cursor?: string | null }).next_cursor;
+/** Pages of a query continued by its `next_cursor` (contract 5.6): keyset reads, the same cost at any depth. */
+export function pagedBy<T>(run: (paging: Paging) => Promise<Page<T>>) {
+  return (cursor: string | undefined): Promise<Page<T>> => run(cursor === undefined ? {} : { cursor });
 }

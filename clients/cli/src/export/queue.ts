@@ -1,7 +1,7 @@
 import type { LoupeClient } from '@loupe/client';
 import type { Progress } from '../output.ts';
 import type { Count } from './feedback.ts';
-import { nextCursorOf, pagedBy, pages } from './pages.ts';
+import { pagedBy, pages } from './pages.ts';
 import { majority, mean, specKind, type SpecKind } from './scores.ts';
 import type { RowWriter } from './writer.ts';
 
@@ -75,9 +75,9 @@ export function queueColumns(plan: QueuePlan): string[] {
 }
 
 function itemPage(client: LoupeClient, plan: QueuePlan) {
-  return pagedBy<Item>(ITEM_PAGE, async (paging) => {
+  return pagedBy<Item>(async (paging) => {
     const answer = await client.annotationQueues.items.query.query({ project_id: plan.projectId, queue_id: plan.queueId, limit: ITEM_PAGE, ...paging } as ItemQuery);
-    return { rows: answer.items, next_cursor: nextCursorOf(answer) };
+    return { rows: answer.items, next_cursor: answer.next_cursor };
   });
 }
 
@@ -124,9 +124,9 @@ async function valuesOf(client: LoupeClient, plan: QueuePlan, refs: string[]): P
   const feedbackTypes = [...new Set(plan.specs.map((s) => `svc.annotation.${s.name}`))];
   for (const chunk of chunkByLength(refs)) {
     const filter = { queue_id: plan.queueId, svc_refs: chunk, feedback_types: feedbackTypes };
-    const fetchPage = pagedBy<Feedback>(FEEDBACK_PAGE, async (paging) => {
+    const fetchPage = pagedBy<Feedback>(async (paging) => {
       const answer = await client.feedback.query.query({ project_id: plan.projectId, filter, limit: FEEDBACK_PAGE, ...paging } as FeedbackQuery);
-      return { rows: answer.result, next_cursor: nextCursorOf(answer) };
+      return { rows: answer.result, next_cursor: answer.next_cursor };
     });
     for await (const rows of pages(fetchPage)) {
       for (const f of rows) {
