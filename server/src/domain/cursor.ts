@@ -122,6 +122,16 @@ function nullsSql(key: KeysetKey): string {
  * databases read the (…, <key>, id) index as a range.
  */
 export function keysetAfter(keys: readonly KeysetKey[], values: readonly unknown[]): { sql: string; params: unknown[] } {
+  const direction = keys[0]!.direction;
+  if (keys.every((key) => key.direction === direction && !key.nullable)) {
+    // One direction, no nulls: a row-value comparison, which both databases turn into an exact
+    // seek on the (…, <key>, id) index. The expanded form below only narrows on the leading key,
+    // and scans every row that shares its value (an add of 10,000 items shares one created_at).
+    return {
+      sql: `(${keys.map((key) => key.column).join(', ')}) ${direction === 'asc' ? '>' : '<'} (${keys.map(() => '?').join(', ')})`,
+      params: [...values],
+    };
+  }
   const compared = after(keys, values, 0);
   const lead = keys[0]!;
   if (lead.nullable || keys.length === 1) return compared;

@@ -89,7 +89,7 @@ describeEachBackend('graceful shutdown of the server process', (backend) => {
     slow.end(body.subarray(half));
     const answer = await reply;
     expect(answer.status, answer.text).toBe(200);
-    expect(JSON.parse(answer.text)).toEqual({ calls: [] });
+    expect(JSON.parse(answer.text)).toEqual({ calls: [], next_cursor: null });
 
     const exit = await server.exited;
     expect(exit, server.stderr()).toEqual({ code: 0, signal: null });
