@@ -81,11 +81,9 @@ export function AnnotatePage({ client, session, projectId, queueId }: QueuePageP
   const call = useQuery({ ...callQuery(client, session, projectId, shownItem?.call_id ?? ''), enabled: shownItem !== null });
   const writable = canWrite(roleIn(me.data, projectId));
 
-  // Done / total (and the queue itself) follow other annotators' work without a reload.
-  const live = useQueueEvents(client, projectId, queueId, [
-    queueStatsQuery(client, session, projectId, queueId).queryKey,
-    queueQuery(client, session, projectId, queueId).queryKey,
-  ]);
+  // Done / total follow other annotators' work without a reload. Only the stats: the queue's own
+  // settings are read once, so that a refetch does not renew what the write callbacks hold.
+  const live = useQueueEvents(client, projectId, queueId, [queueStatsQuery(client, session, projectId, queueId).queryKey]);
 
   const refreshStats = useCallback(() => queryClient.invalidateQueries({ queryKey: queueStatsQuery(client, session, projectId, queueId).queryKey }), [client, session, projectId, queueId, queryClient]);
 
