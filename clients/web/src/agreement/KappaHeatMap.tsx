@@ -51,7 +51,7 @@ export function KappaHeatMap({ agreement, meId }: { agreement: Agreement; meId: 
                   if (rowWho === colWho) {
                     return (
                       <td key={colWho} className="self">
-                        <span aria-hidden="true">—</span>
+                        <span aria-hidden="true">—</span>{' '}
                         <span className="visually-hidden">the same annotator</span>
                       </td>
                     );
