@@ -1,4 +1,5 @@
 import { Annotator } from '../queue/Annotator.tsx';
+import { ScrollTable } from '../queue/ScrollTable.tsx';
 import { scalarText, ValueText } from '../queue/ValueText.tsx';
 import type { Agreement, Disagreement } from './agreement-queries.ts';
 
@@ -16,7 +17,7 @@ export function Disagreements({ agreement, meId, onOpen }: { agreement: Agreemen
             <summary>
               <code>{disagreement.call_id}</code>: {disagreement.values.map(({ value }) => (value !== null && typeof value === 'object' ? 'JSON' : scalarText(value))).join(', ')}
             </summary>
-            <div className="table-wrap">
+            <ScrollTable label={`Values for ${disagreement.call_id}`}>
               <table className="side-by-side">
                 <caption>
                   Values of {agreement.name} for <code>{disagreement.call_id}</code>
@@ -40,7 +41,7 @@ export function Disagreements({ agreement, meId, onOpen }: { agreement: Agreemen
                   </tr>
                 </tbody>
               </table>
-            </div>
+            </ScrollTable>
             <button type="button" className="secondary" onClick={() => onOpen(disagreement)}>
               Open the item with its call and every value
             </button>

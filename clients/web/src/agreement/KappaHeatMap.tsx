@@ -1,4 +1,5 @@
 import { Annotator } from '../queue/Annotator.tsx';
+import { ScrollTable } from '../queue/ScrollTable.tsx';
 import type { Agreement, AgreementPair } from './agreement-queries.ts';
 import { formatKappa, formatShare } from './reading.ts';
 
@@ -26,7 +27,7 @@ export function KappaHeatMap({ agreement, meId }: { agreement: Agreement; meId: 
   const weighting = agreement.level === 'nominal' ? 'unweighted' : 'quadratic-weighted';
   return (
     <div className="heat-map">
-      <div className="table-wrap">
+      <ScrollTable label={`Kappa between annotators of ${agreement.name}`}>
         <table className="kappa">
           <caption>
             Cohen's kappa ({weighting}) between each two annotators of {agreement.name}, with the items they both rated and how often they agree
@@ -77,7 +78,7 @@ export function KappaHeatMap({ agreement, meId }: { agreement: Agreement; meId: 
             ))}
           </tbody>
         </table>
-      </div>
+      </ScrollTable>
       <p className="heat-legend">
         <span className="visually-hidden">Colour scale: </span>
         {LEGEND.map((k) => (

@@ -1,3 +1,5 @@
+import './annotator.css';
+
 /** How an annotator is named on the page: the end of their user id (unique enough to tell them apart), or "you". */
 export function annotatorLabel(userId: string, meId: string | undefined): string {
   return userId === meId ? 'you' : `user …${userId.slice(-8)}`;

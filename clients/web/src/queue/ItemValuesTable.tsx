@@ -1,4 +1,5 @@
 import { Annotator } from './Annotator.tsx';
+import { ScrollTable } from './ScrollTable.tsx';
 import { annotatorsOf, type ItemValues, type SpecOfValues } from './annotator-values.ts';
 import { ValueText } from './ValueText.tsx';
 
@@ -11,7 +12,7 @@ export function ItemValuesTable({ values, specs, meId, caption }: { values: Item
   if (!values || !annotators.length) return <p className="muted">No annotator has given a value for this item yet.</p>;
   const hasNotes = values.notes.size > 0;
   return (
-    <div className="table-wrap">
+    <ScrollTable label={caption}>
       <table className="side-by-side">
         <caption>{caption}</caption>
         <thead>
@@ -49,6 +50,6 @@ export function ItemValuesTable({ values, specs, meId, caption }: { values: Item
           ) : null}
         </tbody>
       </table>
-    </div>
+    </ScrollTable>
   );
 }

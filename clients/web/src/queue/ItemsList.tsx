@@ -4,6 +4,7 @@ import { useId, useMemo, useState } from 'react';
 import { messageOf } from '../api.ts';
 import type { QueueItem, QueueStats } from '../annotate/annotate-queries.ts';
 import { Annotator } from './Annotator.tsx';
+import { ScrollTable } from './ScrollTable.tsx';
 import { valuesByCall, type SpecOfValues } from './annotator-values.ts';
 import { queueItemsQuery, type ItemSort, type ItemState } from './queue-queries.ts';
 import { STATE_LABELS, STATES } from './states.ts';
@@ -81,7 +82,7 @@ export function ItemsList({ client, session, projectId, queueId, specs, stats, m
             {total === undefined ? `Showing ${shown.length} items` : `Showing ${shown.length} of ${total} items`}
           </p>
           {shown.length ? (
-            <div className="table-wrap">
+            <ScrollTable label="Items and their values">
               <table className="items">
                 <caption className="visually-hidden">Items of the queue, with every annotator's values</caption>
                 <thead>
@@ -140,7 +141,7 @@ export function ItemsList({ client, session, projectId, queueId, specs, stats, m
                   })}
                 </tbody>
               </table>
-            </div>
+            </ScrollTable>
           ) : (
             <p className="muted">{state ? `No item is ${STATE_LABELS[state].toLowerCase()}.` : 'This queue has no items yet.'}</p>
           )}
