@@ -94,8 +94,8 @@ describeInBrowser('agreement page in Chromium', () => {
     });
     afterAll(() => server?.stop());
 
-    async function agreementOf(key: string): Promise<Map<SpecName, Agreement>> {
-      const reply = await rest(server, 'POST', `/annotation_queues/${queueId}/agreement`, { key, body: { project_id: PROJECT } });
+    async function agreementOf(key: string, levels?: Record<string, string>): Promise<Map<SpecName, Agreement>> {
+      const reply = await rest(server, 'POST', `/annotation_queues/${queueId}/agreement`, { key, body: { project_id: PROJECT, ...(levels ? { levels } : {}) } });
       expect(reply.status, reply.text).toBe(200);
       return new Map((reply.body.agreement as Agreement[]).map((agreement) => [agreement.name as SpecName, agreement]));
     }
@@ -215,6 +215,26 @@ describeInBrowser('agreement page in Chromium', () => {
         expect(await seriousViolations(page)).toEqual([]);
         await dialog.getByRole('button', { name: 'Close' }).click();
         await expect.poll(() => page.getByRole('dialog').count()).toBe(0);
+      } finally {
+        await close();
+      }
+    });
+
+    it('computes again at a level of measurement chosen on the page', async () => {
+      const api = await agreementOf(viewer.api_key, { [refs.rating]: 'interval' });
+      expect(api.get('rating')!.alpha).toBeCloseTo(0.849, 3);
+      const { page, close } = await openAgreement(viewer);
+      try {
+        const level = section(page, 'rating').getByLabel('Level of measurement');
+        expect(await level.inputValue()).toBe('ordinal');
+        await level.focus();
+        await level.selectOption('interval');
+        await expect.poll(() => figure(page, 'rating', 'alpha')).toBe(alphaText(api.get('rating')!.alpha!));
+        expect(await figure(page, 'rating', 'observed')).toBe(shareText(api.get('rating')!.observed_agreement!));
+        expect(await section(page, 'rating').locator('.reading').innerText()).toMatch(/^Reliable\./);
+        // The other specs keep their own levels.
+        expect(await figure(page, 'category', 'alpha')).toBe('0.743');
+        expect(await level.evaluate((element) => element === document.activeElement)).toBe(true);
       } finally {
         await close();
       }

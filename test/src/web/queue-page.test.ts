@@ -131,6 +131,8 @@ describeInBrowser('queue page in Chromium', () => {
         await page.getByRole('button', { name: 'Load more' }).focus();
         await page.keyboard.press('Enter');
         await expect.poll(() => rows(page).count()).toBe(ITEMS);
+        // Focus moved to the first item of the new page.
+        await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute('aria-label'))).toBe(`Open chat-${PAGE_SIZE} ${callIds[PAGE_SIZE]}`);
         expect(await page.getByText(`Showing ${ITEMS} of ${ITEMS} items`).count()).toBe(1);
         expect(await page.getByRole('button', { name: 'Load more' }).count()).toBe(0);
         expect(await rows(page).evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-call-id')))).toEqual(callIds);

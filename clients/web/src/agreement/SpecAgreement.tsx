@@ -1,9 +1,10 @@
-import type { Agreement, Disagreement } from './agreement-queries.ts';
+import { useId } from 'react';
+import type { Agreement, Disagreement, Level } from './agreement-queries.ts';
 import { Disagreements } from './Disagreements.tsx';
 import { KappaHeatMap } from './KappaHeatMap.tsx';
 import { BAND_WORDS, bandOf, formatAlpha, formatShare } from './reading.ts';
 
-const LEVEL_WORDS: Record<Agreement['level'], string> = {
+const LEVEL_WORDS: Record<Level, string> = {
   nominal: 'nominal (categories)',
   ordinal: 'ordinal (ranked values)',
   interval: 'interval (numbers)',
@@ -11,11 +12,21 @@ const LEVEL_WORDS: Record<Agreement['level'], string> = {
 };
 
 /** One scorer spec's agreement: alpha and observed agreement read in plain words, the kappa heat map, the disagreements. */
-export function SpecAgreement({ agreement, meId, onOpen }: { agreement: Agreement; meId: string | undefined; onOpen: (disagreement: Disagreement) => void }) {
-  const id = `spec-${agreement.scorer_ref.replace(/[^A-Za-z0-9_-]/g, '_')}`;
+type Props = {
+  agreement: Agreement;
+  meId: string | undefined;
+  /** Whether a level was just chosen and the figures are being computed again. */
+  busy: boolean;
+  onLevel: (level: Level) => void;
+  onOpen: (disagreement: Disagreement) => void;
+};
+
+export function SpecAgreement({ agreement, meId, busy, onLevel, onOpen }: Props) {
+  const id = useId();
+  const levelId = useId();
   const band = agreement.alpha === null ? null : bandOf(agreement.alpha);
   return (
-    <section className="panel spec-agreement" aria-labelledby={`${id}-title`} data-band={band ?? 'none'}>
+    <section className="panel spec-agreement" aria-labelledby={`${id}-title`} data-band={band ?? 'none'} aria-busy={busy}>
       <h2 id={`${id}-title`}>{agreement.name}</h2>
       <div className="agreement-summary">
         <dl className="figures">
@@ -55,7 +66,16 @@ export function SpecAgreement({ agreement, meId, onOpen }: { agreement: Agreemen
             </>
           )}
         </p>
-        <p className="level">Level of measurement: {LEVEL_WORDS[agreement.level]}.</p>
+        <p className="level">
+          <label htmlFor={levelId}>Level of measurement</label>{' '}
+          <select id={levelId} value={agreement.level} onChange={(event) => onLevel(event.target.value as Level)}>
+            {Object.entries(LEVEL_WORDS).map(([level, words]) => (
+              <option key={level} value={level}>
+                {words}
+              </option>
+            ))}
+          </select>
+        </p>
       </div>
       <h3>Agreement between annotators</h3>
       <KappaHeatMap agreement={agreement} meId={meId} />

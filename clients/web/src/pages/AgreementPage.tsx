@@ -1,7 +1,7 @@
-import { useQuery } from '@tanstack/react-query';
+import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { useMemo, useState } from 'react';
 import { messageOf, meQuery } from '../api.ts';
-import { agreementQuery } from '../agreement/agreement-queries.ts';
+import { agreementQuery, type Levels } from '../agreement/agreement-queries.ts';
 import { THRESHOLDS_SOURCE } from '../agreement/reading.ts';
 import { SpecAgreement } from '../agreement/SpecAgreement.tsx';
 import { queueQuery, rubricQuery } from '../annotate/annotate-queries.ts';
@@ -20,7 +20,10 @@ import '../agreement/agreement.css';
 export function AgreementPage({ client, session, projectId, queueId }: QueuePageProps) {
   const me = useQuery(meQuery(client, session));
   const queue = useQuery(queueQuery(client, session, projectId, queueId));
-  const agreement = useQuery(agreementQuery(client, session, projectId, queueId));
+  // A level chosen on the page replaces the one the spec's schema implies (contract 5.7's `levels`);
+  // the figures shown stay until the new ones arrive.
+  const [levels, setLevels] = useState<Levels>({});
+  const agreement = useQuery({ ...agreementQuery(client, session, projectId, queueId, levels), placeholderData: keepPreviousData });
   const specs = useQuery({ ...rubricQuery(client, session, projectId, queue.data?.scorer_refs ?? []), enabled: queue.isSuccess });
   const specsOfValues = useMemo(() => (specs.data ?? []).map(({ ref, name }) => ({ ref, name })), [specs.data]);
   const [opened, setOpened] = useState<OpenedItem | null>(null);
@@ -66,6 +69,8 @@ export function AgreementPage({ client, session, projectId, queueId }: QueuePage
             key={spec.scorer_ref}
             agreement={spec}
             meId={meId}
+            busy={agreement.isPlaceholderData}
+            onLevel={(level) => setLevels((current) => ({ ...current, [spec.scorer_ref]: level }))}
             onOpen={(disagreement) => setOpened({ callId: disagreement.call_id, opName: null, displayFields: [] })}
           />
         ))

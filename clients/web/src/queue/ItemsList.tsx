@@ -1,6 +1,6 @@
 import type { LoupeClient } from '@loupe/client';
 import { useInfiniteQuery } from '@tanstack/react-query';
-import { useId, useMemo, useState } from 'react';
+import { useEffect, useId, useMemo, useRef, useState } from 'react';
 import { messageOf } from '../api.ts';
 import type { QueueItem, QueueStats } from '../annotate/annotate-queries.ts';
 import { Annotator } from './Annotator.tsx';
@@ -43,6 +43,19 @@ export function ItemsList({ client, session, projectId, queueId, specs, stats, m
   const sortId = useId();
 
   const shown = useMemo(() => items.data?.pages.flatMap((page) => page.items) ?? [], [items.data]);
+  // After "Load more", focus moves to the first item of the new page, where reading goes on (the
+  // button itself is gone after the last page).
+  const body = useRef<HTMLTableSectionElement>(null);
+  const [focusRow, setFocusRow] = useState<number | null>(null);
+  useEffect(() => {
+    if (focusRow === null || shown.length <= focusRow) return;
+    body.current?.querySelectorAll<HTMLButtonElement>('button[data-open]')[focusRow]?.focus();
+    setFocusRow(null);
+  }, [focusRow, shown.length]);
+  const loadMore = () => {
+    setFocusRow(shown.length);
+    void items.fetchNextPage();
+  };
   const values = useMemo(() => valuesByCall(projectId, items.data?.pages.flatMap((page) => page.records) ?? [], specs), [items.data, projectId, specs]);
   const total = stats ? (state ? stats.by_state[state] : stats.total_items) : undefined;
 
@@ -100,7 +113,7 @@ export function ItemsList({ client, session, projectId, queueId, specs, stats, m
                     </th>
                   </tr>
                 </thead>
-                <tbody>
+                <tbody ref={body}>
                   {shown.map((item) => {
                     const itemValues = values.get(item.call_id);
                     return (
@@ -132,7 +145,7 @@ export function ItemsList({ client, session, projectId, queueId, specs, stats, m
                           );
                         })}
                         <td>
-                          <button type="button" className="secondary" onClick={() => onOpen(item)} aria-label={`Open ${item.call_op_name} ${item.call_id}`}>
+                          <button type="button" className="secondary" data-open onClick={() => onOpen(item)} aria-label={`Open ${item.call_op_name} ${item.call_id}`}>
                             Open
                           </button>
                         </td>
@@ -146,7 +159,7 @@ export function ItemsList({ client, session, projectId, queueId, specs, stats, m
             <p className="muted">{state ? `No item is ${STATE_LABELS[state].toLowerCase()}.` : 'This queue has no items yet.'}</p>
           )}
           {items.hasNextPage ? (
-            <button type="button" className="load-more" onClick={() => void items.fetchNextPage()} disabled={items.isFetchingNextPage}>
+            <button type="button" className="load-more" onClick={loadMore} disabled={items.isFetchingNextPage}>
               {items.isFetchingNextPage ? 'Loading…' : 'Load more'}
             </button>
           ) : null}
