@@ -24,8 +24,10 @@ export function valuesByCall(projectId: string, records: FeedbackRecord[], specs
   const specOf = new Map(specs.map((spec) => [`svc.annotation.${spec.name}\u0000${spec.ref}`, spec.ref]));
   const held = new Map<string, { bySpec: Map<string, Map<string, Held>>; notes: Map<string, Held> }>();
   for (const record of records) {
-    if (!record.svc_ref.startsWith(prefix)) continue;
-    const callId = record.svc_ref.slice(prefix.length);
+    // The call the record is about: in svc_ref, else in call_ref.
+    const ref = record.svc_ref.startsWith(prefix) ? record.svc_ref : record.call_ref?.startsWith(prefix) ? record.call_ref : null;
+    if (ref === null) continue;
+    const callId = ref.slice(prefix.length);
     let entry = held.get(callId);
     if (!entry) held.set(callId, (entry = { bySpec: new Map(), notes: new Map() }));
     const who = record.svc_user_id;
@@ -35,10 +37,10 @@ export function valuesByCall(projectId: string, records: FeedbackRecord[], specs
       target = entry.notes;
       value = typeof record.payload.note === 'string' ? record.payload.note : undefined;
     } else {
-      const ref = specOf.get(`${record.feedback_type}\u0000${record.annotation_ref ?? ''}`);
-      if (ref === undefined || !('value' in record.payload)) continue;
-      target = entry.bySpec.get(ref);
-      if (!target) entry.bySpec.set(ref, (target = new Map()));
+      const specRef = specOf.get(`${record.feedback_type}\u0000${record.annotation_ref ?? ''}`);
+      if (specRef === undefined || !('value' in record.payload)) continue;
+      target = entry.bySpec.get(specRef);
+      if (!target) entry.bySpec.set(specRef, (target = new Map()));
       value = record.payload.value as JsonValue;
     }
     if (value === undefined) continue;

@@ -8,7 +8,7 @@ import type { QueueItem } from '../annotate/annotate-queries.ts';
 // sit under ['session', <id>] like every signed-in query, so signing out drops them.
 
 export type FeedbackRecord = RouterOutputs['feedback']['query']['result'][number];
-export type ItemsFilter = NonNullable<RouterInputs['annotationQueues']['items']['query']['filter']>;
+type FeedbackFilter = NonNullable<RouterInputs['feedback']['query']['filter']>;
 export type ItemSort = NonNullable<RouterInputs['annotationQueues']['items']['query']['sort_by']>[number];
 export type ItemState = QueueItem['annotation_state'];
 
@@ -53,25 +53,40 @@ export const queueItemsQuery = (
     getNextPageParam: (page) => page.nextCursor,
   });
 
-/** One item's feedback in the queue (for an item opened on its own). */
+/**
+ * One item's feedback in the queue, for an item opened on its own: the records naming its call in
+ * svc_ref or in call_ref (agreement counts both), each once.
+ */
 export const itemFeedbackQuery = (client: LoupeClient, session: number, projectId: string, queueId: string, callId: string) =>
   queryOptions({
     queryKey: [...queueItemsKey(session, projectId, queueId), 'feedback', callId],
-    queryFn: () => queueFeedback(client, projectId, queueId, [callId]),
+    queryFn: async () => {
+      const [bySvcRef, byCallRef] = await Promise.all([
+        queueFeedback(client, projectId, queueId, [callId]),
+        allPages(client, projectId, { queue_id: queueId, call_ref: callRef(projectId, callId) }),
+      ]);
+      const seen = new Set(bySvcRef.map((record) => record.id));
+      return [...bySvcRef, ...byCallRef.filter((record) => !seen.has(record.id))];
+    },
   });
 
 /**
  * Every feedback record of the queue about the given calls (svc_ref naming the call, as the web
- * app and the SDKs write it), following next_cursor to the end.
+ * app and the SDKs write it).
  */
-async function queueFeedback(client: LoupeClient, projectId: string, queueId: string, callIds: string[]): Promise<FeedbackRecord[]> {
-  if (!callIds.length) return [];
+function queueFeedback(client: LoupeClient, projectId: string, queueId: string, callIds: string[]): Promise<FeedbackRecord[]> {
+  if (!callIds.length) return Promise.resolve([]);
+  return allPages(client, projectId, { queue_id: queueId, svc_refs: callIds.map((callId) => callRef(projectId, callId)) });
+}
+
+/** The records a feedback filter matches, following next_cursor to the end. */
+async function allPages(client: LoupeClient, projectId: string, filter: FeedbackFilter): Promise<FeedbackRecord[]> {
   const records: FeedbackRecord[] = [];
   let cursor: string | null = null;
   do {
     const page: { result: FeedbackRecord[]; next_cursor: string | null } = await client.feedback.query.query({
       project_id: projectId,
-      filter: { queue_id: queueId, svc_refs: callIds.map((callId) => callRef(projectId, callId)) },
+      filter,
       limit: FEEDBACK_PAGE_SIZE,
       ...(cursor ? { cursor } : {}),
     });
