@@ -80,6 +80,7 @@ export function SpecAgreement({ agreement, meId, busy, onLevel, onOpen }: Props)
       <h3>Agreement between annotators</h3>
       <KappaHeatMap agreement={agreement} meId={meId} />
       <h3>Disagreements</h3>
+      {agreement.disagreements.length ? <p className="muted">The items whose values disagree most, the worst first (at most 20).</p> : null}
       <Disagreements agreement={agreement} meId={meId} onOpen={onOpen} />
     </section>
   );

@@ -100,7 +100,10 @@ export function ItemsList({ client, session, projectId, queueId, specs, stats, m
                 <caption className="visually-hidden">Items of the queue, with every annotator's values</caption>
                 <thead>
                   <tr>
-                    <th scope="col" className="number">#</th>
+                    <th scope="col" className="number">
+                      <span aria-hidden="true">#</span>
+                      <span className="visually-hidden">Position</span>
+                    </th>
                     <th scope="col">Call</th>
                     <th scope="col">State</th>
                     {specs.map((spec) => (
