@@ -3,8 +3,8 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeEachBackend } from '../harness/backends.ts';
 import { describeInBrowser, launchChromium, openPage, screenshot, seriousViolations, type PageTrouble } from '../harness/browser.ts';
 import { batchCreate, callRefOf, createSpec } from '../harness/feedback.ts';
-import { createUser, type CreatedKeyForTest } from '../harness/http.ts';
-import { addItems, createCalls, createQueue, progress, queryItems, stats, uniqueId } from '../harness/queues.ts';
+import { createUser, rest, type CreatedKeyForTest } from '../harness/http.ts';
+import { createCalls, createQueue, progress, queryItems, stats, uniqueId } from '../harness/queues.ts';
 import { startTestServer, type TestServer } from '../harness/server.ts';
 
 // The queue page in Chromium against the real server: a queue of 60 items (more than one page of
@@ -75,7 +75,8 @@ describeInBrowser('queue page in Chromium', () => {
           inputs: { question: `Question ${index}?` }, output: `Answer ${index}.` })),
       );
       queueId = await createQueue(server, alice.api_key, PROJECT, { description: 'Tone and score of support answers.', scorer_refs: [refs.tone, refs.score], annotations_per_item: 3, lease_seconds: 600 });
-      expect((await addItems(server, alice.api_key, PROJECT, queueId, callIds)).added_count).toBe(ITEMS);
+      const added = await rest(server, 'POST', `/annotation_queues/${queueId}/items`, { key: alice.api_key, body: { project_id: PROJECT, call_ids: callIds, display_fields: ['inputs.question'] } });
+      expect(added.body.added_count, added.text).toBe(ITEMS);
       itemIds = (await queryItems(server, alice.api_key, PROJECT, queueId, { limit: ITEMS })).map((item) => item.id);
 
       // Item 0: three annotators (alice's first score replaced by a later one); item 3: alice alone.
@@ -168,6 +169,7 @@ describeInBrowser('queue page in Chromium', () => {
           ['Note', ...annotators.map((user) => (user === carol ? 'Polite and right.' : 'none'))],
         ]);
         expect(await dialog.getByRole('region', { name: 'Output' }).innerText()).toContain('Answer 0.');
+        expect(await dialog.getByRole('region', { name: 'Display fields' }).innerText()).toContain('Question 0?');
         await screenshot(page, `${backend}-queue-item`);
         expect(await seriousViolations(page)).toEqual([]);
         await page.keyboard.press('Escape');
