@@ -211,10 +211,8 @@ describeInBrowser('queue page in Chromium', () => {
         await expect.poll(() => page.locator('.queue-progress .live').getAttribute('data-live'), { timeout: 10_000 }).toBe('live');
         // An item no one had started, completed by carol.
         const callId = callIds[10]!;
-        const begun = Date.now();
         await setProgress(carol, 10, 'completed');
         await page.locator('p.progress').getByText(`${before.completed_items + 1} of ${ITEMS} items done`).waitFor({ timeout: LIVE_MS });
-        expect(Date.now() - begun).toBeLessThan(LIVE_MS);
         const after = await stats(server, viewer.api_key, PROJECT, queueId);
         await expect.poll(() => countsByState(page), { timeout: LIVE_MS }).toEqual([after.by_state.unstarted, after.by_state.in_progress, after.by_state.completed, after.by_state.skipped].map(String));
         await expect.poll(() => page.locator(`table.items tbody tr[data-call-id="${callId}"] .state`).innerText(), { timeout: LIVE_MS }).toBe('Completed');
