@@ -155,7 +155,7 @@ describeInBrowser('project page in Chromium', () => {
           created_by: alice.user_id,
         });
         const card = queueCard(page, 'Triage');
-        expect(await card.getByRole('link', { name: 'Triage' }).getAttribute('href')).toBe(`/app/p/${projectId}/q/${queueId}`);
+        expect(await card.getByRole('link', { name: 'Triage', exact: true }).getAttribute('href')).toBe(`/app/p/${projectId}/q/${queueId}`);
         expect(await card.getByRole('link', { name: 'Annotate Triage' }).getAttribute('href')).toBe(`/app/p/${projectId}/q/${queueId}/annotate`);
         await card.getByText('0 of 0 items done').waitFor();
 
@@ -188,8 +188,8 @@ describeInBrowser('project page in Chromium', () => {
         // Every call again, one old and one new selected by hand.
         await page.getByRole('button', { name: 'Show all calls' }).click();
         await expect.poll(() => count.innerText()).toBe(`${CALLS_PAGE_SIZE} calls shown, more to load; 0 selected`);
-        await page.getByLabel(`Select ${others[1]}`).check();
-        await page.getByLabel(`Select ${chats[0]}`).check();
+        await page.getByLabel(`Select ${others[1]}`, { exact: true }).check();
+        await page.getByLabel(`Select ${chats[0]}`, { exact: true }).check();
         await page.getByRole('button', { name: 'Add to queue' }).click();
         await answer.getByText('Added 1 of 2 calls to Triage.').waitFor();
         expect(await answer.locator('dd').allInnerTexts()).toEqual(['1', '1', '0']);
@@ -292,9 +292,9 @@ describeInBrowser('project page in Chromium', () => {
         await page.getByText('Your role: viewer.').waitFor();
         // Everything is shown: the queue, its rubric, the spec and the calls.
         expect(await card.getByText(/Rubric: correct/).count()).toBe(1);
-        expect(await card.getByRole('link', { name: 'Read only' }).count()).toBe(1);
+        expect(await card.getByRole('link', { name: 'Read only', exact: true }).count()).toBe(1);
         await expect.poll(() => page.getByRole('table').getByRole('row').count()).toBe(3);
-        expect(await page.locator('.spec-list').getByText('correct').count()).toBe(1);
+        expect(await page.locator('.spec-list').getByText('correct', { exact: true }).count()).toBe(1);
 
         const controls = [
           page.getByRole('button', { name: 'New queue' }),

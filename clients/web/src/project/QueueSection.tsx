@@ -1,6 +1,7 @@
 import type { LoupeClient } from '@loupe/client';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useRef, useState } from 'react';
+import { flushSync } from 'react-dom';
 import { queueQuery, queueStatsQuery } from '../annotate/annotate-queries.ts';
 import { messageOf } from '../api.ts';
 import { useQueueEvents } from '../live/useQueueEvents.ts';
@@ -30,6 +31,9 @@ export function QueueSection({ client, session, projectId, access, onNotice }: {
   const [refusal, setRefusal] = useState<Refusal | null>(null);
   const [deleting, setDeleting] = useState<ProjectQueue | null>(null);
   const [deleteFailure, setDeleteFailure] = useState<string>();
+  // The queue's live events stop before it is deleted: its deletion is an event too, and the stats
+  // it would refetch are gone (404).
+  const [closing, setClosing] = useState<string | null>(null);
   const headingRef = useRef<HTMLHeadingElement>(null);
 
   const queuesKey = projectQueuesQuery(client, session, projectId).queryKey;
@@ -55,12 +59,19 @@ export function QueueSection({ client, session, projectId, access, onNotice }: {
       setDeleting(null);
       onNotice(`Deleted queue ${queue.name} and its items.`);
       headingRef.current?.focus();
-      queryClient.removeQueries({ queryKey: queueStatsQuery(client, session, projectId, queue.id).queryKey });
-      queryClient.removeQueries({ queryKey: queueQuery(client, session, projectId, queue.id).queryKey });
+      // Its card goes at once; its queries, unobserved, are dropped with the cache's collection.
+      queryClient.setQueryData(queuesKey, (list) => list?.filter((other) => other.id !== queue.id));
       await queryClient.invalidateQueries({ queryKey: queuesKey });
     },
-    onError: (error) => setDeleteFailure(messageOf(error)),
+    onError: (error) => {
+      setClosing(null);
+      setDeleteFailure(messageOf(error));
+    },
   });
+  const confirmDelete = (queue: ProjectQueue) => {
+    flushSync(() => setClosing(queue.id));
+    remove.mutate(queue);
+  };
 
   const openForm = (queue: ProjectQueue | null) => {
     setRefusal(null);
@@ -102,7 +113,7 @@ export function QueueSection({ client, session, projectId, access, onNotice }: {
                 projectId={projectId}
                 queue={queue}
                 specs={specList}
-                live={index < LIVE_QUEUES}
+                live={index < LIVE_QUEUES && queue.id !== closing}
                 access={access}
                 onEdit={() => openForm(queue)}
                 onDelete={() => askDelete(queue)}
@@ -142,7 +153,7 @@ export function QueueSection({ client, session, projectId, access, onNotice }: {
           </p>
         ) : null}
         <div className="actions">
-          <button type="button" className="danger" onClick={() => deleting && remove.mutate(deleting)} disabled={remove.isPending}>
+          <button type="button" className="danger" onClick={() => deleting && confirmDelete(deleting)} disabled={remove.isPending}>
             Delete queue
           </button>
           {/* Focus starts on the harmless choice. */}
