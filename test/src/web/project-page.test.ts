@@ -211,6 +211,7 @@ describeInBrowser('project page in Chromium', () => {
         const lease = edit.getByLabel('Lease (seconds)');
         await expect.poll(() => lease.getAttribute('aria-invalid')).toBe('true');
         expect(await description(page, lease)).toMatch(/lease_seconds/);
+        expect(await lease.evaluate((element) => element === document.activeElement)).toBe(true);
         expect(await queuesOf(alice.api_key, projectId)).toEqual(queues);
 
         await lease.fill('300');

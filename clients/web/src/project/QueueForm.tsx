@@ -1,4 +1,4 @@
-import { useId, useState, type FormEvent } from 'react';
+import { useEffect, useId, useRef, useState, type FormEvent } from 'react';
 import type { ProjectQueue, ProjectSpec, QueueFields } from './project-queries.ts';
 import type { Refusal } from './refusal.ts';
 import { SpecLabel } from './SpecLabel.tsx';
@@ -51,9 +51,16 @@ export function QueueForm({
     });
   };
 
+  // A refused field takes the focus, to be fixed (the scorer specs: their first box).
+  const form = useRef<HTMLFormElement>(null);
+  useEffect(() => {
+    if (!refusal?.field) return;
+    form.current?.querySelector<HTMLElement>(`:is(input, textarea)[data-field="${refusal.field}"], fieldset[data-field="${refusal.field}"] input`)?.focus();
+  }, [refusal]);
+
   const errorId = (field: string) => `${id}-${field}-error`;
   const invalid = (field: string) =>
-    refusal?.field === field ? { 'aria-invalid': true as const, 'aria-describedby': errorId(field) } : {};
+    ({ 'data-field': field, ...(refusal?.field === field ? { 'aria-invalid': true as const, 'aria-describedby': errorId(field) } : {}) });
   const fieldError = (field: string) =>
     refusal?.field === field ? (
       <p id={errorId(field)} className="error field-error">
@@ -62,7 +69,7 @@ export function QueueForm({
     ) : null;
 
   return (
-    <form className="queue-form" onSubmit={submit} noValidate>
+    <form ref={form} className="queue-form" onSubmit={submit} noValidate>
       <div className="field">
         <label htmlFor={`${id}-name`}>Name</label>
         <input id={`${id}-name`} value={name} onChange={(event) => setName(event.target.value)} autoComplete="off" {...invalid('name')} />
