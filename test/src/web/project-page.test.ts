@@ -129,9 +129,21 @@ describeInBrowser('project page in Chromium', () => {
         const specRef = specs[0]!.ref;
         await page.getByRole('list').getByText('helpfulness').first().waitFor();
 
-        // A queue with that spec, through the dialog.
-        await page.getByRole('button', { name: 'New queue' }).click();
+        // The dialog with the keyboard: Enter opens it on its first field, Esc closes it and the
+        // focus (with its ring) is back on the button.
+        const newQueue = page.getByRole('button', { name: 'New queue' });
+        await newQueue.focus();
+        await page.keyboard.press('Enter');
         const dialog = page.getByRole('dialog', { name: 'New queue' });
+        await dialog.waitFor();
+        expect(await dialog.getByLabel('Name').evaluate((element) => element === document.activeElement)).toBe(true);
+        await page.keyboard.press('Escape');
+        await expect.poll(() => page.getByRole('dialog').count()).toBe(0);
+        expect(await newQueue.evaluate((element) => element === document.activeElement)).toBe(true);
+        expect(await newQueue.evaluate((element) => getComputedStyle(element).outlineStyle)).toBe('solid');
+
+        // A queue with that spec, through the dialog.
+        await newQueue.click();
         await dialog.waitFor();
         await dialog.getByLabel('Name').fill('Triage');
         await dialog.getByLabel('Description').fill('First pass over the chats');
@@ -229,8 +241,10 @@ describeInBrowser('project page in Chromium', () => {
         await confirm.waitFor();
         expect(await seriousViolations(page)).toEqual([]);
         await screenshot(page, `${backend}-project-delete`);
-        await confirm.getByRole('button', { name: 'Keep it' }).click();
-        expect(await page.getByRole('dialog').count()).toBe(0);
+        // The focus starts on the harmless choice: Enter keeps the queue.
+        expect(await confirm.getByRole('button', { name: 'Keep it' }).evaluate((element) => element === document.activeElement)).toBe(true);
+        await page.keyboard.press('Enter');
+        await expect.poll(() => page.getByRole('dialog').count()).toBe(0);
         expect(await queuesOf(alice.api_key, projectId)).toHaveLength(1);
         await queueCard(page, 'Triage 2').getByRole('button', { name: 'Delete Triage 2' }).click();
         await page.getByRole('dialog', { name: 'Delete queue Triage 2?' }).getByRole('button', { name: 'Delete queue' }).click();

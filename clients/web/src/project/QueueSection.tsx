@@ -157,7 +157,7 @@ export function QueueSection({ client, session, projectId, access, onNotice }: {
             Delete queue
           </button>
           {/* Focus starts on the harmless choice. */}
-          <button type="button" className="secondary" onClick={() => setDeleting(null)} autoFocus>
+          <button type="button" className="secondary" onClick={() => setDeleting(null)} data-autofocus>
             Keep it
           </button>
         </div>
