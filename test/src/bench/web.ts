@@ -1,5 +1,6 @@
 /// <reference lib="dom" />
 // Code passed to page.evaluate and addInitScript runs in the page: the DOM's types check it.
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createClient } from '@loupe/client';
@@ -34,8 +35,11 @@ const QUEUE_ITEMS = ITEMS + 20;
 const TARGET_P95_MS = 100;
 const TARGET_FIRST_LOAD_BYTES = 250_000;
 const PROJECT = 'bench/web';
+/** What Submit and next sends, in turn. */
+const WRITES = ['feedback.batchCreate', 'annotationQueues.items.progress', 'annotationQueues.items.claim'];
 
-type Transition = { ms: number; requests: string[] };
+/** One submit: its time, and each request it made (times from the key press, ms). */
+type Transition = { ms: number; requests: { path: string; start: number; end: number }[] };
 type Bench = { from: string | null; pressedAt: number; results: Transition[] };
 type BenchWindow = Window & { loupeBench: Bench };
 
@@ -64,10 +68,9 @@ function installProbe(): void {
           const channel = new MessageChannel();
           channel.port1.onmessage = () => {
             const ms = performance.now() - pressedAt;
-            const requests = performance
-              .getEntriesByType('resource')
+            const requests = (performance.getEntriesByType('resource') as PerformanceResourceTiming[])
               .filter((entry) => entry.startTime >= pressedAt && entry.name.includes('/trpc/'))
-              .map((entry) => new URL(entry.name).pathname.slice('/trpc/'.length));
+              .map((entry) => ({ path: new URL(entry.name).pathname.slice('/trpc/'.length), start: entry.startTime - pressedAt, end: entry.responseEnd - pressedAt }));
             bench.results.push({ ms, requests });
           };
           channel.port2.postMessage(null);
@@ -122,14 +125,39 @@ type Row = {
   p95_ms: number;
   max_ms: number;
   mean_ms: number;
+  /** Key press → the claim's answer received (the three writes in turn), p50 / p95. */
+  writes_p50_ms: number;
+  writes_p95_ms: number;
+  /** Of the writes' time, what the page spent between requests (not waiting on one), p50. */
+  page_work_p50_ms: number;
+  /** The claim's answer → the next item painted, p50 / p95. */
+  render_p50_ms: number;
+  render_p95_ms: number;
   /** How often a submit waited for its next item's call (it was not read ahead). */
   call_reads: number;
   requests_per_submit: Record<string, number>;
+  /** The server's own time (its request log) for each write of a submit, p50 / p95 ms. */
+  server_ms: Record<string, string>;
+  /** The same writes' round trips as the page saw them (its resource timing), p50 / p95 ms. */
+  page_ms: Record<string, string>;
 };
+
+/** p50 / p95 of the server's logged request durations for the given tRPC paths. */
+function serverTimes(logFile: string, paths: string[]): Record<string, string> {
+  const durations = new Map<string, number[]>(paths.map((path) => [path, []]));
+  for (const line of readFileSync(logFile, 'utf8').split('\n')) {
+    if (!line.includes('"msg":"request"')) continue;
+    const entry = JSON.parse(line) as { url: string; duration_ms: number };
+    const path = /^\/trpc\/([^?]+)/.exec(entry.url)?.[1];
+    if (path) durations.get(path)?.push(entry.duration_ms);
+  }
+  return Object.fromEntries([...durations].map(([path, ms]) => [path, ms.length ? `${round1(percentile(ms, 50))} / ${round1(percentile(ms, 95))}` : 'none']));
+}
 
 async function annotate(browser: Browser, backend: Backend, workDir: string, loads: FirstLoad[] | null): Promise<Row> {
   const database = await freshDatabase(backend);
-  const loupe = await startLoupe(database.url, join(workDir, `loupe-web-${backend}.log`)).catch(async (error) => {
+  const logFile = join(workDir, `loupe-web-${backend}.log`);
+  const loupe = await startLoupe(database.url, logFile).catch(async (error) => {
     await database.drop();
     throw error;
   });
@@ -159,6 +187,14 @@ async function annotate(browser: Browser, backend: Backend, workDir: string, loa
       await page.getByRole('button', { name: 'Start annotating' }).waitFor();
       await page.keyboard.press('Enter');
       await page.locator('[data-call-shown]').waitFor();
+      // BENCH_WEB_PROFILE=<file.cpuprofile>: the page's CPU profile over the submits (SQLite), for DevTools.
+      const profileTo = backend === 'sqlite' ? process.env.BENCH_WEB_PROFILE : undefined;
+      const cdp = profileTo ? await context.newCDPSession(page) : undefined;
+      if (cdp) {
+        await cdp.send('Profiler.enable');
+        await cdp.send('Profiler.setSamplingInterval', { interval: 200 });
+        await cdp.send('Profiler.start');
+      }
       for (let n = 0; n < ITEMS; n++) {
         await sleep(THINK_MS);
         for (const key of [String(1 + (n % 5)), n % 4 ? '1' : '2', String(1 + (n % 3))]) await page.keyboard.press(key);
@@ -167,10 +203,15 @@ async function annotate(browser: Browser, backend: Backend, workDir: string, loa
         // The resource timing buffer holds 250 entries by default.
         await page.evaluate(() => performance.clearResourceTimings());
       }
+      if (cdp && profileTo) writeFileSync(profileTo, JSON.stringify((await cdp.send('Profiler.stop')).profile));
       const results = await page.evaluate(() => (window as unknown as BenchWindow).loupeBench.results);
       const times = results.map((r) => r.ms);
       const requests: Record<string, number> = {};
-      for (const r of results) for (const path of r.requests) requests[path] = (requests[path] ?? 0) + 1;
+      for (const r of results) for (const { path } of r.requests) requests[path] = (requests[path] ?? 0) + 1;
+      const writes = results.map((r) => r.requests.find((request) => request.path.startsWith('annotationQueues.items.claim'))?.end ?? r.ms);
+      const render = results.map((r, index) => r.ms - writes[index]!);
+      // The page's own work between the key press and the claim's answer: what the writes' round trips leave.
+      const between = results.map((r, index) => writes[index]! - r.requests.filter(({ path }) => WRITES.includes(path)).reduce((sum, { start, end }) => sum + end - start, 0));
       return {
         database: backend,
         submits: results.length,
@@ -178,7 +219,19 @@ async function annotate(browser: Browser, backend: Backend, workDir: string, loa
         p95_ms: round1(percentile(times, 95)),
         max_ms: round1(Math.max(...times)),
         mean_ms: round1(times.reduce((a, b) => a + b, 0) / times.length),
-        call_reads: results.filter((r) => r.requests.some((path) => path.startsWith('calls.read'))).length,
+        writes_p50_ms: round1(percentile(writes, 50)),
+        writes_p95_ms: round1(percentile(writes, 95)),
+        page_work_p50_ms: round1(percentile(between, 50)),
+        render_p50_ms: round1(percentile(render, 50)),
+        render_p95_ms: round1(percentile(render, 95)),
+        call_reads: results.filter((r) => r.requests.some(({ path }) => path.startsWith('calls.read'))).length,
+        server_ms: serverTimes(logFile, WRITES),
+        page_ms: Object.fromEntries(
+          WRITES.map((path) => {
+            const trips = results.flatMap((r) => r.requests.filter((request) => request.path === path).map((request) => request.end - request.start));
+            return [path, trips.length ? `${round1(percentile(trips, 50))} / ${round1(percentile(trips, 95))}` : 'none'];
+          }),
+        ),
         requests_per_submit: Object.fromEntries(Object.entries(requests).map(([path, count]) => [path, +(count / results.length).toFixed(2)])),
       };
     } finally {
@@ -210,7 +263,12 @@ export async function webBenchmark(_settings: Settings, workDir: string): Promis
   }
 
   console.log(`\nweb: submit and next → next item fully shown, ${ITEMS} items, ${THINK_MS} ms between items`);
-  console.table(rows.map(({ requests_per_submit, ...row }) => ({ ...row, requests: Object.entries(requests_per_submit).map(([p, c]) => `${p} ×${c}`).join(', ') })));
+  console.table(rows.map(({ requests_per_submit: _, server_ms: __, page_ms: ___, ...row }) => row));
+  for (const row of rows) {
+    console.log(`web: ${row.database} requests per submit: ${Object.entries(row.requests_per_submit).map(([p, c]) => `${p} ×${c}`).join(', ')}`);
+    console.log(`web: ${row.database} server time p50 / p95 ms: ${Object.entries(row.server_ms).map(([p, t]) => `${p} ${t}`).join(', ')}`);
+    console.log(`web: ${row.database} round trip in the page p50 / p95 ms: ${Object.entries(row.page_ms).map(([p, t]) => `${p} ${t}`).join(', ')}`);
+  }
   console.log('web: JavaScript transferred by a first load (cold cache)');
   console.table(loads.map((load) => ({ page: load.page, 'transferred bytes': load.transferred, 'decoded bytes': load.decoded, scripts: load.scripts.map((s) => `${s.url} (${s.encoding})`).join(', ') })));
   for (const note of notes) console.log(`web: ${note}`);
