@@ -130,7 +130,7 @@ export async function queryCalls(em: Em, user: AuthUser, query: CallQueryReq, pa
   const fingerprint = queryFingerprint({ of: 'calls', project_id: query.project_id, filter });
   let after = {};
   if (page.cursor !== undefined) {
-    const [startedAt, id] = decodeCursor(em, page.cursor, fingerprint, CALL_KEYS);
+    const [startedAt, id] = decodeCursor(em, page.cursor, fingerprint, CALL_KEYS).values;
     const at = dateFromSql(startedAt);
     // started_at >= at and (started_at > at or id > id): the keyset, with the index's range first.
     after = { startedAt: { $gte: at }, $or: [{ startedAt: { $gt: at } }, { id: { $gt: id as string } }] };
