@@ -161,7 +161,7 @@ export function CallBrowser({ client, session, projectId, access }: { client: Lo
 
       <form className="add-form panel" onSubmit={submitAdd} aria-labelledby={`${id}-add-title`}>
         <h3 id={`${id}-add-title`}>Add the selected calls to a queue</h3>
-        <ReadOnlyNote id={access.noteId} shown={!access.writable} />
+        <ReadOnlyNote access={access} />
         <div className="add-row">
           <div className="field">
             <label htmlFor={`${id}-queue`}>Queue</label>

@@ -95,7 +95,7 @@ export function QueueSection({ client, session, projectId, access, onNotice }: {
           New queue
         </button>
       </div>
-      <ReadOnlyNote id={access.noteId} shown={!access.writable} />
+      <ReadOnlyNote access={access} />
       {queues.isPending ? (
         <p>Loading…</p>
       ) : queues.isError ? (

@@ -96,7 +96,7 @@ function SpecForm({ client, session, projectId, access }: { client: LoupeClient;
 
   const errorId = (field: string) => `${id}-${field}-error`;
   const described = (field: string, hint?: string) => {
-    const ids = [hint, refusal?.field === field ? errorId(field) : undefined, access.writable ? undefined : access.noteId].filter(Boolean);
+    const ids = [hint, refusal?.field === field ? errorId(field) : undefined, access.writable || !access.reason ? undefined : access.noteId].filter(Boolean);
     return ids.length ? ids.join(' ') : undefined;
   };
   const fieldProps = (field: string, hint?: string) => ({
@@ -116,7 +116,7 @@ function SpecForm({ client, session, projectId, access }: { client: LoupeClient;
   return (
     <form className="spec-form panel" onSubmit={submit} noValidate aria-labelledby={`${id}-title`}>
       <h3 id={`${id}-title`}>New annotation spec</h3>
-      <ReadOnlyNote id={access.noteId} shown={!access.writable} />
+      <ReadOnlyNote access={access} />
       <div className="field">
         <label htmlFor={`${id}-name`}>Spec name</label>
         <input {...fieldProps('name', `${id}-name-hint`)} value={name} onChange={(event) => setName(event.target.value)} autoComplete="off" />
