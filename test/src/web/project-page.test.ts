@@ -266,7 +266,7 @@ describeInBrowser('project page in Chromium', () => {
         const card = queueCard(page, 'Live one');
         const line = card.locator('.progress-line');
         await expect.poll(() => line.innerText(), { timeout: 15_000 }).toMatch(/^0 of 3 items done/);
-        await expect.poll(() => card.locator('.queue-progress').getAttribute('data-live'), { timeout: 10_000 }).toBe('live');
+        await expect.poll(() => card.locator('.progress-summary').getAttribute('data-live'), { timeout: 10_000 }).toBe('live');
         expect(await card.getByRole('progressbar').getAttribute('aria-valuenow')).toBe('0');
 
         const claimed = await claim(server, bob.api_key, projectId, queueId);

@@ -10,7 +10,7 @@ import { pathOf } from '../routes.ts';
 import { Modal } from './Modal.tsx';
 import { projectQueuesQuery, projectSpecsQuery, QUEUE_LIST_LIMIT, type ProjectQueue, type ProjectSpec, type QueueFields } from './project-queries.ts';
 import { QueueForm, QUEUE_FIELDS } from './QueueForm.tsx';
-import { QueueProgress } from './QueueProgress.tsx';
+import { QueueProgressBar } from './QueueProgressBar.tsx';
 import { ReadOnlyNote, writeControl, type Access } from './ReadOnlyNote.tsx';
 import { refusalOf, type Refusal } from './refusal.ts';
 
@@ -224,7 +224,7 @@ function QueueCard({
       {stats.isError ? (
         <p className="error">{messageOf(stats.error)}</p>
       ) : (
-        <QueueProgress queueName={queue.name} stats={stats.data} live={liveState} />
+        <QueueProgressBar queueName={queue.name} stats={stats.data} live={liveState} />
       )}
       </article>
     </li>
