@@ -9,7 +9,7 @@ import { Link } from '../router.tsx';
 import { pathOf } from '../routes.ts';
 import { Modal } from './Modal.tsx';
 import { projectQueuesQuery, projectSpecsQuery, QUEUE_LIST_LIMIT, type ProjectQueue, type ProjectSpec, type QueueFields } from './project-queries.ts';
-import { QueueForm, QUEUE_FIELDS } from './QueueForm.tsx';
+import { changedFields, QueueForm, QUEUE_FIELDS } from './QueueForm.tsx';
 import { QueueProgressBar } from './QueueProgressBar.tsx';
 import { ReadOnlyNote, writeControl, type Access } from './ReadOnlyNote.tsx';
 import { refusalOf, type Refusal } from './refusal.ts';
@@ -39,7 +39,7 @@ export function QueueSection({ client, session, projectId, access, onNotice }: {
   const queuesKey = projectQueuesQuery(client, session, projectId).queryKey;
   const save = useMutation({
     mutationFn: async ({ queue, fields }: { queue: ProjectQueue | null; fields: QueueFields }) => {
-      if (queue) await client.annotationQueues.update.mutate({ project_id: projectId, queue_id: queue.id, ...fields });
+      if (queue) await client.annotationQueues.update.mutate({ project_id: projectId, queue_id: queue.id, ...changedFields(queue, fields) });
       else await client.annotationQueues.create.mutate({ project_id: projectId, ...fields });
     },
     onSuccess: async (_answer, { queue, fields }) => {
