@@ -3,7 +3,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useRef, useState } from 'react';
 import { flushSync } from 'react-dom';
 import { queueQuery, queueStatsQuery } from '../annotate/annotate-queries.ts';
-import { messageOf } from '../api.ts';
+import { messageOf, projectsQuery } from '../api.ts';
 import { useQueueEvents } from '../live/useQueueEvents.ts';
 import { Link } from '../router.tsx';
 import { pathOf } from '../routes.ts';
@@ -47,6 +47,7 @@ export function QueueSection({ client, session, projectId, access, onNotice }: {
       onNotice(queue ? `Saved queue ${fields.name}.` : `Created queue ${fields.name}.`);
       await Promise.all([
         queryClient.invalidateQueries({ queryKey: queuesKey }),
+        queryClient.invalidateQueries({ queryKey: projectsQuery(client, session).queryKey }),
         ...(queue ? [queryClient.invalidateQueries({ queryKey: queueQuery(client, session, projectId, queue.id).queryKey })] : []),
       ]);
     },
@@ -61,7 +62,10 @@ export function QueueSection({ client, session, projectId, access, onNotice }: {
       headingRef.current?.focus();
       // Its card goes at once; its queries, unobserved, are dropped with the cache's collection.
       queryClient.setQueryData(queuesKey, (list) => list?.filter((other) => other.id !== queue.id));
-      await queryClient.invalidateQueries({ queryKey: queuesKey });
+      await Promise.all([
+        queryClient.invalidateQueries({ queryKey: queuesKey }),
+        queryClient.invalidateQueries({ queryKey: projectsQuery(client, session).queryKey }),
+      ]);
     },
     onError: (error) => {
       setClosing(null);

@@ -1,7 +1,7 @@
 import type { LoupeClient } from '@loupe/client';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useId, useRef, useState, type FormEvent } from 'react';
-import { messageOf } from '../api.ts';
+import { messageOf, projectsQuery } from '../api.ts';
 import { projectSpecsQuery } from './project-queries.ts';
 import { ReadOnlyNote, writeControl, type Access } from './ReadOnlyNote.tsx';
 import { refusalOf, type Refusal } from './refusal.ts';
@@ -66,7 +66,11 @@ function SpecForm({ client, session, projectId, access }: { client: LoupeClient;
       setName('');
       setDescription('');
       setSchema('');
-      return queryClient.invalidateQueries({ queryKey: projectSpecsQuery(client, session, projectId).queryKey });
+      return Promise.all([
+        queryClient.invalidateQueries({ queryKey: projectSpecsQuery(client, session, projectId).queryKey }),
+        // The first write creates the project.
+        queryClient.invalidateQueries({ queryKey: projectsQuery(client, session).queryKey }),
+      ]);
     },
     onError: (error) => setRefusal(refusalOf(error, SPEC_FIELDS)),
   });
