@@ -212,6 +212,10 @@ describeInBrowser('project page in Chromium', () => {
         expect(new Set(items.map((item) => item.annotation_state))).toEqual(new Set(['unstarted']));
 
         // Editing: a lease the server refuses is shown at its field and stores nothing.
+        const updates: string[] = [];
+        page.on('request', (request) => {
+          if (request.url().includes('/trpc/annotationQueues.update')) updates.push(request.postData() ?? '');
+        });
         await card.getByRole('button', { name: 'Edit Triage' }).click();
         const edit = page.getByRole('dialog', { name: 'Edit queue Triage' });
         await edit.waitFor();
@@ -234,6 +238,9 @@ describeInBrowser('project page in Chromium', () => {
         queues = await queuesOf(alice.api_key, projectId);
         expect(queues).toHaveLength(1);
         expect(queues[0]).toMatchObject({ id: queueId, name: 'Triage 2', description: 'First pass over the chats', scorer_refs: [], annotations_per_item: 1, lease_seconds: 300 });
+        // An update sends only what the form changed: another editor's change to the rest stays.
+        expect(updates).toHaveLength(2);
+        expect(JSON.parse(updates[1]!)).toEqual({ 0: { project_id: projectId, queue_id: queueId, name: 'Triage 2', scorer_refs: [], annotations_per_item: 1, lease_seconds: 300 } });
 
         // Deleting asks first; keeping it changes nothing.
         await queueCard(page, 'Triage 2').getByRole('button', { name: 'Delete Triage 2' }).click();
@@ -266,7 +273,7 @@ describeInBrowser('project page in Chromium', () => {
         const card = queueCard(page, 'Live one');
         const line = card.locator('.progress-line');
         await expect.poll(() => line.innerText(), { timeout: 15_000 }).toMatch(/^0 of 3 items done/);
-        await expect.poll(() => card.locator('.queue-progress').getAttribute('data-live'), { timeout: 10_000 }).toBe('live');
+        await expect.poll(() => card.locator('.progress-summary').getAttribute('data-live'), { timeout: 10_000 }).toBe('live');
         expect(await card.getByRole('progressbar').getAttribute('aria-valuenow')).toBe('0');
 
         const claimed = await claim(server, bob.api_key, projectId, queueId);

@@ -4,12 +4,14 @@ import { canWrite, roleIn } from '../access.ts';
 import { messageOf, meQuery } from '../api.ts';
 import { CallBrowser } from '../project/CallBrowser.tsx';
 import { QueueSection } from '../project/QueueSection.tsx';
-import { READ_ONLY_REASON } from '../project/ReadOnlyNote.tsx';
+import { READ_ONLY_REASON, type Access } from '../project/ReadOnlyNote.tsx';
 import { SpecSection } from '../project/SpecSection.tsx';
 import { Link } from '../router.tsx';
 import { pathOf } from '../routes.ts';
 import type { PageProps } from './page-props.ts';
 import '../project/project.css';
+
+const NOT_A_MEMBER = 'You are not a member of this project’s entity: ask an administrator to add you.';
 
 /**
  * A project: its queues with their progress (live), its annotation specs, and its calls, which
@@ -21,8 +23,9 @@ export function ProjectPage({ client, session, projectId }: PageProps) {
   const role = roleIn(me.data, projectId);
   const writable = canWrite(role);
   const [notice, setNotice] = useState<string>();
-  // Until the caller's role is read, nothing offers to write.
-  const access = (section: string) => ({ writable, noteId: `read-only-${section}` });
+  // Until the caller's role is read, nothing offers to write (and nothing says why yet).
+  const reason = !me.isSuccess || writable ? null : role ? READ_ONLY_REASON : NOT_A_MEMBER;
+  const access = (section: string): Access => ({ writable, reason, noteId: `read-only-${section}` });
 
   return (
     <div className="project">
@@ -41,7 +44,7 @@ export function ProjectPage({ client, session, projectId }: PageProps) {
               Your role: <strong>{role}</strong>.{writable ? null : ` ${READ_ONLY_REASON}`}
             </>
           ) : (
-            'You are not a member of this project’s entity: ask an administrator to add you.'
+            NOT_A_MEMBER
           )}
         </p>
       ) : null}

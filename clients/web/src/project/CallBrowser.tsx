@@ -3,6 +3,7 @@ import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tansta
 import { useEffect, useId, useRef, useState, type FormEvent } from 'react';
 import { queueStatsQuery } from '../annotate/annotate-queries.ts';
 import { messageOf } from '../api.ts';
+import { queueItemsKey } from '../queue/queue-queries.ts';
 import { projectCallsQuery, projectQueuesQuery, type AddAnswer } from './project-queries.ts';
 import { ReadOnlyNote, writeControl, type Access } from './ReadOnlyNote.tsx';
 
@@ -42,7 +43,10 @@ export function CallBrowser({ client, session, projectId, access }: { client: Lo
       client.annotationQueues.items.add.mutate({ project_id: projectId, queue_id: target, call_ids: callIds }),
     onSuccess: (answer, { queueId: target, callIds }) => {
       setAdded({ answer, requested: callIds.length, queueName: queueList.find((queue) => queue.id === target)?.name ?? target });
-      return queryClient.invalidateQueries({ queryKey: queueStatsQuery(client, session, projectId, target).queryKey });
+      return Promise.all([
+        queryClient.invalidateQueries({ queryKey: queueStatsQuery(client, session, projectId, target).queryKey }),
+        queryClient.invalidateQueries({ queryKey: queueItemsKey(session, projectId, target) }),
+      ]);
     },
     onError: (error) => setFailure(messageOf(error)),
   });
@@ -161,7 +165,7 @@ export function CallBrowser({ client, session, projectId, access }: { client: Lo
 
       <form className="add-form panel" onSubmit={submitAdd} aria-labelledby={`${id}-add-title`}>
         <h3 id={`${id}-add-title`}>Add the selected calls to a queue</h3>
-        <ReadOnlyNote id={access.noteId} shown={!access.writable} />
+        <ReadOnlyNote access={access} />
         <div className="add-row">
           <div className="field">
             <label htmlFor={`${id}-queue`}>Queue</label>

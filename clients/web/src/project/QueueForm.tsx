@@ -7,6 +7,16 @@ export const QUEUE_FIELDS = ['name', 'description', 'scorer_refs', 'annotations_
 const DEFAULTS = { annotationsPerItem: '1', leaseSeconds: '900' };
 
 /**
+ * The fields an edit changed, as the queue was when the form opened: an update sends only those
+ * (fields left out stay), so it does not undo someone else's change to another field.
+ */
+export function changedFields(queue: ProjectQueue, fields: QueueFields): Partial<QueueFields> {
+  return Object.fromEntries(
+    Object.entries(fields).filter(([key, value]) => JSON.stringify(value ?? null) !== JSON.stringify(queue[key as keyof QueueFields] ?? null)),
+  );
+}
+
+/**
  * A queue's settings: name, description, scorer specs (chosen among the project's specs),
  * annotations per item and lease. Creates a queue, or edits `queue` when given. The server checks
  * every value; its refusal is shown at the field it names.

@@ -3,14 +3,14 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useRef, useState } from 'react';
 import { flushSync } from 'react-dom';
 import { queueQuery, queueStatsQuery } from '../annotate/annotate-queries.ts';
-import { messageOf } from '../api.ts';
+import { messageOf, projectsQuery } from '../api.ts';
 import { useQueueEvents } from '../live/useQueueEvents.ts';
 import { Link } from '../router.tsx';
 import { pathOf } from '../routes.ts';
 import { Modal } from './Modal.tsx';
 import { projectQueuesQuery, projectSpecsQuery, QUEUE_LIST_LIMIT, type ProjectQueue, type ProjectSpec, type QueueFields } from './project-queries.ts';
-import { QueueForm, QUEUE_FIELDS } from './QueueForm.tsx';
-import { QueueProgress } from './QueueProgress.tsx';
+import { changedFields, QueueForm, QUEUE_FIELDS } from './QueueForm.tsx';
+import { QueueProgressBar } from './QueueProgressBar.tsx';
 import { ReadOnlyNote, writeControl, type Access } from './ReadOnlyNote.tsx';
 import { refusalOf, type Refusal } from './refusal.ts';
 
@@ -39,7 +39,7 @@ export function QueueSection({ client, session, projectId, access, onNotice }: {
   const queuesKey = projectQueuesQuery(client, session, projectId).queryKey;
   const save = useMutation({
     mutationFn: async ({ queue, fields }: { queue: ProjectQueue | null; fields: QueueFields }) => {
-      if (queue) await client.annotationQueues.update.mutate({ project_id: projectId, queue_id: queue.id, ...fields });
+      if (queue) await client.annotationQueues.update.mutate({ project_id: projectId, queue_id: queue.id, ...changedFields(queue, fields) });
       else await client.annotationQueues.create.mutate({ project_id: projectId, ...fields });
     },
     onSuccess: async (_answer, { queue, fields }) => {
@@ -47,6 +47,7 @@ export function QueueSection({ client, session, projectId, access, onNotice }: {
       onNotice(queue ? `Saved queue ${fields.name}.` : `Created queue ${fields.name}.`);
       await Promise.all([
         queryClient.invalidateQueries({ queryKey: queuesKey }),
+        queryClient.invalidateQueries({ queryKey: projectsQuery(client, session).queryKey }),
         ...(queue ? [queryClient.invalidateQueries({ queryKey: queueQuery(client, session, projectId, queue.id).queryKey })] : []),
       ]);
     },
@@ -61,7 +62,10 @@ export function QueueSection({ client, session, projectId, access, onNotice }: {
       headingRef.current?.focus();
       // Its card goes at once; its queries, unobserved, are dropped with the cache's collection.
       queryClient.setQueryData(queuesKey, (list) => list?.filter((other) => other.id !== queue.id));
-      await queryClient.invalidateQueries({ queryKey: queuesKey });
+      await Promise.all([
+        queryClient.invalidateQueries({ queryKey: queuesKey }),
+        queryClient.invalidateQueries({ queryKey: projectsQuery(client, session).queryKey }),
+      ]);
     },
     onError: (error) => {
       setClosing(null);
@@ -95,7 +99,7 @@ export function QueueSection({ client, session, projectId, access, onNotice }: {
           New queue
         </button>
       </div>
-      <ReadOnlyNote id={access.noteId} shown={!access.writable} />
+      <ReadOnlyNote access={access} />
       {queues.isPending ? (
         <p>Loading…</p>
       ) : queues.isError ? (
@@ -224,7 +228,7 @@ function QueueCard({
       {stats.isError ? (
         <p className="error">{messageOf(stats.error)}</p>
       ) : (
-        <QueueProgress queueName={queue.name} stats={stats.data} live={liveState} />
+        <QueueProgressBar queueName={queue.name} stats={stats.data} live={liveState} />
       )}
       </article>
     </li>

@@ -1,7 +1,7 @@
 import type { LoupeClient } from '@loupe/client';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useId, useRef, useState, type FormEvent } from 'react';
-import { messageOf } from '../api.ts';
+import { messageOf, projectsQuery } from '../api.ts';
 import { projectSpecsQuery } from './project-queries.ts';
 import { ReadOnlyNote, writeControl, type Access } from './ReadOnlyNote.tsx';
 import { refusalOf, type Refusal } from './refusal.ts';
@@ -66,7 +66,11 @@ function SpecForm({ client, session, projectId, access }: { client: LoupeClient;
       setName('');
       setDescription('');
       setSchema('');
-      return queryClient.invalidateQueries({ queryKey: projectSpecsQuery(client, session, projectId).queryKey });
+      return Promise.all([
+        queryClient.invalidateQueries({ queryKey: projectSpecsQuery(client, session, projectId).queryKey }),
+        // The first write creates the project.
+        queryClient.invalidateQueries({ queryKey: projectsQuery(client, session).queryKey }),
+      ]);
     },
     onError: (error) => setRefusal(refusalOf(error, SPEC_FIELDS)),
   });
@@ -96,7 +100,7 @@ function SpecForm({ client, session, projectId, access }: { client: LoupeClient;
 
   const errorId = (field: string) => `${id}-${field}-error`;
   const described = (field: string, hint?: string) => {
-    const ids = [hint, refusal?.field === field ? errorId(field) : undefined, access.writable ? undefined : access.noteId].filter(Boolean);
+    const ids = [hint, refusal?.field === field ? errorId(field) : undefined, access.writable || !access.reason ? undefined : access.noteId].filter(Boolean);
     return ids.length ? ids.join(' ') : undefined;
   };
   const fieldProps = (field: string, hint?: string) => ({
@@ -116,7 +120,7 @@ function SpecForm({ client, session, projectId, access }: { client: LoupeClient;
   return (
     <form className="spec-form panel" onSubmit={submit} noValidate aria-labelledby={`${id}-title`}>
       <h3 id={`${id}-title`}>New annotation spec</h3>
-      <ReadOnlyNote id={access.noteId} shown={!access.writable} />
+      <ReadOnlyNote access={access} />
       <div className="field">
         <label htmlFor={`${id}-name`}>Spec name</label>
         <input {...fieldProps('name', `${id}-name-hint`)} value={name} onChange={(event) => setName(event.target.value)} autoComplete="off" />
