@@ -74,9 +74,8 @@ export async function queueAgreement(db: SqlScope, user: AuthUser, req: Annotati
  * later) are few, and keeping only the latest in SQL costs more than reading them: a window over
  * (annotator, refs, newest first) made PostgreSQL sort every record (its planner rightly prefers
  * reading the queue's records in table order to an index scan of half the table), doubling the
- * query's CPU; on SQLite the grouping on feedback_queue_idx cost half as much again as the reading.
- * Both read the queue's records by feedback_queue_idx's (queue_id, annotation_ref) prefix when they
- * are a small part of the table.
+ * query's CPU; on SQLite the grouping cost half as much again as the reading. Both find the
+ * records by feedback_queue_idx (queue_id, annotation_ref) when they are a small part of the table.
  *
  * SQLite returns them as one JSON array of arrays built by the database: one JSON.parse costs much
  * less than tens of thousands of driver rows (node:sqlite makes each an object in dictionary mode).
