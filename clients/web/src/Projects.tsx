@@ -1,6 +1,8 @@
 import type { LoupeClient } from '@loupe/client';
 import { useQuery } from '@tanstack/react-query';
 import { messageOf, meQuery, projectsQuery, type Project } from './api.ts';
+import { Link } from './router.tsx';
+import { pathOf } from './routes.ts';
 
 const dateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
 
@@ -55,7 +57,9 @@ function ProjectTable({ projects }: { projects: Project[] }) {
         <tbody>
           {projects.map((project) => (
             <tr key={project.project_id}>
-              <th scope="row">{project.name}</th>
+              <th scope="row">
+                <Link to={pathOf({ name: 'project', projectId: project.project_id })}>{project.name}</Link>
+              </th>
               <td>{project.entity}</td>
               <td className="number">{project.counts.calls}</td>
               <td className="number">{project.counts.queues}</td>

@@ -27,7 +27,8 @@ export function statusOf(error: unknown): number {
 
 /** What a failed call says to a person: the server's own reason, else a plain sentence. */
 export function messageOf(error: unknown): string {
-  if (error instanceof TRPCClientError && statusOf(error) > 0) return error.message;
+  // A schema violation's message is the validator's own dump; `reason` is the sentence for people.
+  if (error instanceof TRPCClientError && statusOf(error) > 0) return (error.shape as { reason?: string } | undefined)?.reason ?? error.message;
   return 'The server could not be reached. Check the connection and try again.';
 }
 

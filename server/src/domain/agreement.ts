@@ -9,10 +9,10 @@ import { invalid } from './errors.ts';
 type ItemRow = { id: string; call_id: string };
 type SpecRow = { name: string; field_schema: unknown };
 /**
- * svc_user_id, the call id in svc_ref and in call_ref (null where that ref names no call of the
- * project), creation time in epoch milliseconds, id, `payload.value`.
+ * One annotation record: svc_user_id, the call id in svc_ref and in call_ref (null where that ref
+ * names no call of the project), creation time in epoch milliseconds, id, `payload.value`.
  */
-type LatestRow = [user: string, svcCall: string | null, refCall: string | null, createdMs: number, id: string, value: unknown];
+type ValueRow = [user: string, svcCall: string | null, refCall: string | null, createdMs: number, id: string, value: unknown];
 
 /**
  * `POST /annotation_queues/{queue_id}/agreement`: for each scorer spec of the queue (or each one
@@ -41,12 +41,12 @@ export async function queueAgreement(db: SqlScope, user: AuthUser, req: Annotati
     const spec = await specOf(db, req.project_id, ref);
     const level = req.levels?.[ref] ?? levelOf(spec.field_schema);
     // Item → annotator → the record whose value counts.
-    const latestOf = new Map<ItemRow, Record<string, LatestRow>>();
-    for (const row of await latestValues(db, req.project_id, queue.id, spec.name, ref)) {
+    const latestOf = new Map<ItemRow, Record<string, ValueRow>>();
+    for (const row of await annotationValues(db, req.project_id, queue.id, spec.name, ref)) {
       const item = (row[1] === null ? undefined : itemOfCall.get(row[1])) ?? (row[2] === null ? undefined : itemOfCall.get(row[2]));
       if (!item) continue;
       let latest = latestOf.get(item);
-      if (!latest) latestOf.set(item, (latest = Object.create(null) as Record<string, LatestRow>));
+      if (!latest) latestOf.set(item, (latest = Object.create(null) as Record<string, ValueRow>));
       const held = latest[row[0]];
       if (!held || isLater(row, held)) latest[row[0]] = row;
     }
@@ -68,26 +68,25 @@ export async function queueAgreement(db: SqlScope, user: AuthUser, req: Annotati
 }
 
 /**
- * Each annotator's latest value per (svc_ref, call_ref) under one spec in one queue: the
- * annotator's most recently created record (ties broken by id) for that pair of refs, its
- * `payload.value` only, with its creation time and id: two pairs of refs can name the same item
- * (its call in svc_ref, or in call_ref with svc_ref naming something else), and then the later
- * record counts (`isLater`). In no particular order: sorting them all would cost more than that
- * rare comparison.
+ * Every annotation record of one spec in one queue: its annotator, the call ids its refs name, its
+ * creation time and id, and its `payload.value` — in no particular order. The caller keeps each
+ * annotator's latest record per item (`isLater`); the records it drops (earlier values replaced
+ * later) are few, and keeping only the latest in SQL costs more than reading them: a window over
+ * (annotator, refs, newest first) made PostgreSQL sort every record (its planner rightly prefers
+ * reading the queue's records in table order to an index scan of half the table), doubling the
+ * query's CPU; on SQLite the grouping on feedback_queue_idx cost half as much again as the reading.
+ * Both read the queue's records by feedback_queue_idx's (queue_id, annotation_ref) prefix when they
+ * are a small part of the table.
  *
- * PostgreSQL takes the newest row of each window (row_number), read as driver rows. SQLite takes it
- * with max() over a key of creation time then id, whose row gives the other columns (SQLite's
- * documented "bare columns" of min/max), streamed in feedback_queue_idx's order with no sort and no
- * window; and it returns them as one JSON array of arrays built by the database: one JSON.parse
- * costs much less than tens of thousands of driver rows (node:sqlite makes each an object in
- * dictionary mode). On PostgreSQL that JSON (json_build_array per row) costs more than the rows.
+ * SQLite returns them as one JSON array of arrays built by the database: one JSON.parse costs much
+ * less than tens of thousands of driver rows (node:sqlite makes each an object in dictionary mode).
+ * On PostgreSQL that JSON (json_build_array per row) costs more than the rows.
  */
-async function latestValues(db: SqlScope, projectId: string, queueId: string, specName: string, ref: string): Promise<LatestRow[]> {
+async function annotationValues(db: SqlScope, projectId: string, queueId: string, specName: string, ref: string): Promise<ValueRow[]> {
   // The call ids in the refs, cut out by the database: shorter strings to read and look up.
   const prefix = callRef(projectId, '');
   const prefixLength = [...prefix].length; // characters, as substr counts them on both databases
   const callOf = (column: string) => `case when substr(${column}, 1, ${prefixLength}) = ? then substr(${column}, ${prefixLength + 1}) end`;
-  const columns = `svc_user_id, ${callOf('svc_ref')} as svc_call, ${callOf('call_ref')} as ref_call, id`;
   const where = 'project_id = ? and queue_id = ? and feedback_type = ? and annotation_ref = ?';
   const params = [prefix, prefix, projectId, queueId, `svc.annotation.${specName}`, ref];
   // Annotation payloads always hold a value (feedback-rules.ts): SQL NULL never stands for one.
@@ -96,37 +95,30 @@ async function latestValues(db: SqlScope, projectId: string, queueId: string, sp
     type Row = { svc_user_id: string; svc_call: string | null; ref_call: string | null; created_ms: number; id: string; value: unknown };
     const rows = await sqlRows<Row>(
       db,
-      `select svc_user_id, svc_call, ref_call, created_ms, id, value from (
-         select ${columns}, (extract(epoch from created_at) * 1000)::float8 as created_ms, payload -> 'value' as value,
-                row_number() over (partition by svc_user_id, svc_ref, call_ref order by created_at desc, id desc) as newest
-           from feedback
-          where ${where}
-       ) latest
-       where newest = 1`,
+      `select svc_user_id, ${callOf('svc_ref')} as svc_call, ${callOf('call_ref')} as ref_call,
+              (extract(epoch from created_at) * 1000)::float8 as created_ms, id, payload -> 'value' as value
+         from feedback
+        where ${where}`,
       params,
     );
     return rows.map((row) => [row.svc_user_id, row.svc_call, row.ref_call, row.created_ms, row.id, row.value]);
   }
-  // created_at holds epoch milliseconds (13 digits until the year 2286), zero-padded so that the
-  // key sorts as text; ids are unique within a project, so no two rows share a key.
-  const [result] = await sqlRows<{ latest: string }>(
+  // created_at holds epoch milliseconds.
+  const [result] = await sqlRows<{ records: string }>(
     db,
-    `select json_group_array(json_array(svc_user_id, svc_call, ref_call, created_ms, id, json(value))) as latest from (
-       select ${columns}, created_at as created_ms, payload -> '$.value' as value, max(printf('%015d', created_at) || id)
-         from feedback
-        where ${where}
-        group by svc_user_id, svc_ref, call_ref
-     ) latest`,
+    `select json_group_array(json_array(svc_user_id, ${callOf('svc_ref')}, ${callOf('call_ref')}, created_at, id, json(payload -> '$.value'))) as records
+       from feedback
+      where ${where}`,
     params,
   );
-  return JSON.parse(result!.latest) as LatestRow[];
+  return JSON.parse(result!.records) as ValueRow[];
 }
 
 /**
- * Whether record `a` was created after `b`, as the SQL above orders them. Server-made ids are
- * lowercase UUIDv7s, which sort the same in JavaScript as in either database.
+ * Whether record `a` was created after `b`, the later id breaking a tie (feedback ids are
+ * lowercase UUIDs, which sort the same in JavaScript as in either database).
  */
-function isLater(a: LatestRow, b: LatestRow): boolean {
+function isLater(a: ValueRow, b: ValueRow): boolean {
   return a[3] !== b[3] ? a[3] > b[3] : a[4] > b[4];
 }
 

@@ -1,4 +1,4 @@
-import type { InferEntity } from '@mikro-orm/core';
+import { raw, type InferEntity } from '@mikro-orm/core';
 import type { Em } from '../db/orm.ts';
 import type { Call as CallDto, CallCreateReq, CallQueryReq } from '@loupe/shared';
 import type { AuthUser } from '../auth/authenticate.ts';
@@ -6,9 +6,8 @@ import { Call } from '../db/entities.ts';
 import { ensureProject, requireProjectAccess } from './access.ts';
 import { conflict, invalid, notFound } from './errors.ts';
 import { contentHash, firstPositions, insertThenCompare } from './idempotency.ts';
-import { decodeCursor, encodeCursor, queryFingerprint, type KeysetKey } from './cursor.ts';
+import { decodeCursor, encodeCursor, keyset, queryFingerprint, type KeysetKey } from './cursor.ts';
 import { pageOf, type CursorPage, type Page } from './paging.ts';
-import { dateFromSql } from '../db/sql.ts';
 import { newId } from './ids.ts';
 
 type CallRow = InferEntity<typeof Call>;
@@ -130,10 +129,8 @@ export async function queryCalls(em: Em, user: AuthUser, query: CallQueryReq, pa
   const fingerprint = queryFingerprint({ of: 'calls', project_id: query.project_id, filter });
   let after = {};
   if (page.cursor !== undefined) {
-    const [startedAt, id] = decodeCursor(em, page.cursor, fingerprint, CALL_KEYS);
-    const at = dateFromSql(startedAt);
-    // started_at >= at and (started_at > at or id > id): the keyset, with the index's range first.
-    after = { startedAt: { $gte: at }, $or: [{ startedAt: { $gt: at } }, { id: { $gt: id as string } }] };
+    const bound = keyset(CALL_KEYS, decodeCursor(em, page.cursor, fingerprint, CALL_KEYS).values, 'after');
+    after = { [raw(bound.sql, bound.params)]: [] };
   }
   const rows = await em.find(
     Call,

@@ -3,23 +3,45 @@ import { dateFromSql, sqlDate, type SqlScope } from '../db/sql.ts';
 import { invalid } from './errors.ts';
 
 /**
- * Cursors of the query operations (contract 5.6): the sort values of a page's last row, and a
- * fingerprint of the query that made the page (project, queue, filter, sort). The next page is
- * the rows strictly after those values in the same order — a keyset, so its cost does not grow
- * with depth, and rows added meanwhile are neither skipped nor repeated.
+ * Cursors of the query operations (contract 5.6): the sort values of a page's last row, its
+ * position when the query knows it (the items query's include_position), a fingerprint of the
+ * query that made the page (project, queue, filter, sort), and a seal over all three. The next
+ * page is the rows strictly after those values in the same order — a keyset, so its cost does not
+ * grow with depth, and rows added meanwhile are neither skipped nor repeated.
  *
- * A cursor is opaque to clients but not secret: it is base64url JSON, and one a client forges can
- * only name a position in a query the client may run anyway. It is checked strictly all the same.
+ * A cursor is opaque to clients but not secret: it is base64url JSON, and the seal is a plain
+ * hash, so it catches a cursor altered or cut short but not one rebuilt by someone who hashes it
+ * again. What such a cursor can do is bounded: its values name a position in a query the client
+ * may run anyway (checked by type before they reach the database), and its position only numbers
+ * the rows of the client's own next page (checked to be a bounded integer, never used in SQL).
  */
 
 /** A sort value as it travels in a cursor: dates keep their type, so they are bound as dates again. */
 type CursorValue = string | null | { d: string };
 
-type CursorBody = { q: string; k: CursorValue[] };
+type CursorBody = { q: string; k: CursorValue[]; p?: number; s: string };
+
+/** What a cursor says: the sort values of the row it follows, and that row's position if known. */
+export type DecodedCursor = { values: unknown[]; position: number | null };
+
+/**
+ * Largest position a cursor may carry: far above any queue, and small enough that adding a page's
+ * rank to it stays an exact integer.
+ */
+const MAX_POSITION = 2 ** 48;
 
 /** The key of a query, for binding its cursors: the same query gives the same fingerprint. */
 export function queryFingerprint(query: Record<string, unknown>): string {
-  return createHash('sha256').update(canonicalJson(query)).digest('base64url').slice(0, 22);
+  return digest(query);
+}
+
+function digest(value: unknown): string {
+  return createHash('sha256').update(canonicalJson(value)).digest('base64url').slice(0, 22);
+}
+
+/** The seal of a cursor's contents: any change to the fingerprint, values or position breaks it. */
+function seal(body: Omit<CursorBody, 's'>): string {
+  return digest({ q: body.q, k: body.k, p: body.p });
 }
 
 /** JSON with object keys sorted and undefined members dropped, so equal queries print alike. */
@@ -34,9 +56,13 @@ function canonicalJson(value: unknown): string {
   return JSON.stringify(value ?? null);
 }
 
-/** The cursor after `row`: its values of the keys, as the database returned them. */
-export function encodeCursor(fingerprint: string, keys: readonly KeysetKey[], row: Record<string, unknown>): string {
-  const body: CursorBody = { q: fingerprint, k: keys.map((key) => toCursorValue(key, row[key.field])) };
+/**
+ * The cursor after `row`: its values of the keys, as the database returned them, and its 1-based
+ * position in the query's ranking when known (`null`: the cursor carries none).
+ */
+export function encodeCursor(fingerprint: string, keys: readonly KeysetKey[], row: Record<string, unknown>, position: number | null = null): string {
+  const contents = { q: fingerprint, k: keys.map((key) => toCursorValue(key, row[key.field])), ...(position === null ? {} : { p: position }) };
+  const body: CursorBody = { ...contents, s: seal(contents) };
   return Buffer.from(JSON.stringify(body)).toString('base64url');
 }
 
@@ -49,22 +75,23 @@ function toCursorValue(key: KeysetKey, value: unknown): CursorValue {
 const notACursor = () => invalid('cursor is not a cursor this service gave: pass next_cursor from a previous page unchanged.');
 
 /**
- * The sort values a cursor holds, ready to bind, after checking that it was made by the query
- * given (same fingerprint) and holds a value of the right type for each sort key — a forged value
- * must not reach the database as a comparison it refuses.
+ * The sort values a cursor holds, ready to bind, and its position, after checking that it is
+ * whole (its seal), that it was made by the query given (same fingerprint), and that it holds a
+ * value of the right type for each sort key — a forged value must not reach the database as a
+ * comparison it refuses.
  */
-export function decodeCursor(db: SqlScope, cursor: string, fingerprint: string, keys: readonly KeysetKey[]): unknown[] {
+export function decodeCursor(db: SqlScope, cursor: string, fingerprint: string, keys: readonly KeysetKey[]): DecodedCursor {
   let body: unknown;
   try {
     body = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
   } catch {
     throw notACursor();
   }
-  if (!isCursorBody(body) || body.k.length !== keys.length) throw notACursor();
+  if (!isCursorBody(body) || body.k.length !== keys.length || body.s !== seal(body)) throw notACursor();
   if (body.q !== fingerprint) {
     throw invalid('cursor does not belong to this query: it was made by a query with another project, queue, filter or sort.');
   }
-  return keys.map((key, index) => {
+  const values = keys.map((key, index) => {
     const value = body.k[index]!;
     if (value === null) {
       if (!key.nullable) throw notACursor();
@@ -78,12 +105,14 @@ export function decodeCursor(db: SqlScope, cursor: string, fingerprint: string, 
     if (Number.isNaN(date.getTime())) throw notACursor();
     return sqlDate(db, date);
   });
+  return { values, position: body.p ?? null };
 }
 
 function isCursorBody(body: unknown): body is CursorBody {
   if (!body || typeof body !== 'object') return false;
-  const { q, k } = body as Record<string, unknown>;
-  return typeof q === 'string' && Array.isArray(k) && k.every(isCursorValue);
+  const { q, k, p, s } = body as Record<string, unknown>;
+  const position = p === undefined || (Number.isSafeInteger(p) && (p as number) >= 1 && (p as number) <= MAX_POSITION);
+  return typeof q === 'string' && typeof s === 'string' && Array.isArray(k) && k.every(isCursorValue) && position;
 }
 
 function isCursorValue(value: unknown): value is CursorValue {
@@ -115,52 +144,54 @@ function nullsSql(key: KeysetKey): string {
   return key.nullable ? ` nulls ${key.direction === 'asc' ? 'last' : 'first'}` : '';
 }
 
+/** Which side of a row a keyset bound keeps: the rows strictly after it, or it and those before it. */
+export type KeysetSide = 'after' | 'not after';
+
 /**
- * `row strictly after <values>` in the order of `keys`, as SQL with parameters: a lexicographic
- * comparison that honours each key's direction and nulls. The last key must be unique (the id).
- * A redundant bound on the leading key is added when it is not nullable: it is what lets the
- * databases read the (…, <key>, id) index as a range.
+ * `row strictly after <values>` (or `row not after <values>`: at or before them) in the order of
+ * `keys`, as SQL with parameters: a lexicographic comparison that honours each key's direction and
+ * nulls. The last key must be unique (the id). Every keyset of the queries is written by this one
+ * function, so that each reads its index the same way.
  */
-export function keysetAfter(keys: readonly KeysetKey[], values: readonly unknown[]): { sql: string; params: unknown[] } {
-  const direction = keys[0]!.direction;
-  if (keys.every((key) => key.direction === direction && !key.nullable)) {
+export function keyset(keys: readonly KeysetKey[], values: readonly unknown[], side: KeysetSide): { sql: string; params: unknown[] } {
+  const lead = keys[0]!;
+  if (keys.every((key) => key.direction === lead.direction && !key.nullable)) {
     // One direction, no nulls: a row-value comparison, which both databases turn into an exact
     // seek on the (…, <key>, id) index. The expanded form below only narrows on the leading key,
     // and scans every row that shares its value (an add of 10,000 items shares one created_at).
-    return {
-      sql: `(${keys.map((key) => key.column).join(', ')}) ${direction === 'asc' ? '>' : '<'} (${keys.map(() => '?').join(', ')})`,
-      params: [...values],
-    };
+    const op = side === 'after' ? strictOp(lead, side) : inclusiveOp(lead, side);
+    return { sql: `(${keys.map((key) => key.column).join(', ')}) ${op} (${keys.map(() => '?').join(', ')})`, params: [...values] };
   }
-  const compared = after(keys, values, 0);
-  const lead = keys[0]!;
+  const compared = lexicographic(keys, values, 0, side);
   if (lead.nullable || keys.length === 1) return compared;
-  return {
-    sql: `${lead.column} ${lead.direction === 'asc' ? '>=' : '<='} ? and ${compared.sql}`,
-    params: [values[0], ...compared.params],
-  };
+  // A redundant bound on the leading key: what lets the databases read the index as a range.
+  return { sql: `${lead.column} ${inclusiveOp(lead, side)} ? and ${compared.sql}`, params: [values[0], ...compared.params] };
 }
 
-function after(keys: readonly KeysetKey[], values: readonly unknown[], index: number): { sql: string; params: unknown[] } {
+/** Whether the side of a key's value that `side` keeps holds the greater values. */
+const upward = (key: KeysetKey, side: KeysetSide) => (key.direction === 'asc') === (side === 'after');
+const strictOp = (key: KeysetKey, side: KeysetSide) => (upward(key, side) ? '>' : '<');
+const inclusiveOp = (key: KeysetKey, side: KeysetSide) => (upward(key, side) ? '>=' : '<=');
+
+function lexicographic(keys: readonly KeysetKey[], values: readonly unknown[], index: number, side: KeysetSide): { sql: string; params: unknown[] } {
   const key = keys[index]!;
   const value = values[index];
-  const beyond = strictlyAfter(key, value);
-  if (index === keys.length - 1) return beyond;
-  const rest = after(keys, values, index + 1);
+  if (index === keys.length - 1 && side === 'not after' && !key.nullable) return { sql: `${key.column} ${inclusiveOp(key, side)} ?`, params: [value] };
+  const beyond = strictly(key, value, side);
   const same = value === null ? { sql: `${key.column} is null`, params: [] } : { sql: `${key.column} = ?`, params: [value] };
-  return {
-    sql: `(${beyond.sql} or (${same.sql} and ${rest.sql}))`,
-    params: [...beyond.params, ...same.params, ...rest.params],
-  };
+  if (index === keys.length - 1) {
+    return side === 'after' ? beyond : { sql: `(${beyond.sql} or ${same.sql})`, params: [...beyond.params, ...same.params] };
+  }
+  const rest = lexicographic(keys, values, index + 1, side);
+  return { sql: `(${beyond.sql} or (${same.sql} and ${rest.sql}))`, params: [...beyond.params, ...same.params, ...rest.params] };
 }
 
-function strictlyAfter(key: KeysetKey, value: unknown): { sql: string; params: unknown[] } {
-  const op = key.direction === 'asc' ? '>' : '<';
+/** The rows past `value` on one key, towards the side kept: strictly after it, or strictly before it. */
+function strictly(key: KeysetKey, value: unknown, side: KeysetSide): { sql: string; params: unknown[] } {
+  const op = strictOp(key, side);
   if (!key.nullable) return { sql: `${key.column} ${op} ?`, params: [value] };
-  if (key.direction === 'asc') {
-    // Nulls come last: after a null there is no greater value; after a value come greater ones and nulls.
-    return value === null ? { sql: '1 = 0', params: [] } : { sql: `(${key.column} > ? or ${key.column} is null)`, params: [value] };
-  }
-  // Nulls come first: after a null come all values; after a value, smaller ones.
+  // Nulls sort as the greatest value (last ascending, first descending), so towards greater values
+  // come the nulls too, and past a null there is nothing greater.
+  if (op === '>') return value === null ? { sql: '1 = 0', params: [] } : { sql: `(${key.column} > ? or ${key.column} is null)`, params: [value] };
   return value === null ? { sql: `${key.column} is not null`, params: [] } : { sql: `${key.column} < ?`, params: [value] };
 }

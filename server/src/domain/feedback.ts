@@ -10,7 +10,7 @@ import { lockQueuesForWrite } from './annotation-queues.ts';
 import { checkFeedback, lookupsNeeded, noSuchQueue, type FeedbackLookups } from './feedback-rules.ts';
 import { contentHash, firstPositions, insertThenCompare } from './idempotency.ts';
 import { compileFieldSchema } from './json-schema.ts';
-import { decodeCursor, encodeCursor, keysetAfter, orderSql, queryFingerprint, type KeysetKey } from './cursor.ts';
+import { decodeCursor, encodeCursor, keyset, orderSql, queryFingerprint, type KeysetKey } from './cursor.ts';
 import { pageOf, type CursorPage, type Page } from './paging.ts';
 import { newId } from './ids.ts';
 
@@ -312,7 +312,7 @@ export async function queryFeedback(db: SqlScope, user: AuthUser, req: FeedbackQ
   ];
   const fingerprint = queryFingerprint({ of: 'feedback', project_id: req.project_id, filter: f, keys });
   if (page.cursor !== undefined) {
-    const bound = keysetAfter(keys, decodeCursor(db, page.cursor, fingerprint, keys));
+    const bound = keyset(keys, decodeCursor(db, page.cursor, fingerprint, keys).values, 'after');
     where.add(bound.sql, ...bound.params);
   }
   const selected = `select ${COLUMNS.filter((c) => c !== 'request_hash').join(', ')} from feedback

@@ -17,7 +17,7 @@ import { queueEvent, type QueueEventPublisher } from '../events/queue-event-bus.
 import { ensureProject, requireProjectAccess } from './access.ts';
 import { liveQueue, lockQueuesForWrite, queueWriteLockTerm } from './annotation-queues.ts';
 import { notFound, tooLarge } from './errors.ts';
-import { decodeCursor, encodeCursor, keysetAfter, orderSql, queryFingerprint, type KeysetKey } from './cursor.ts';
+import { decodeCursor, encodeCursor, keyset, orderSql, queryFingerprint, type DecodedCursor, type KeysetKey } from './cursor.ts';
 import { pageOf, type Page } from './paging.ts';
 import { newId } from './ids.ts';
 
@@ -170,22 +170,6 @@ function sortKeys(sort: readonly ItemSort[] | undefined): KeysetKey[] {
   return [...keys, { column: 'i.id', field: 'id', type: 'text', direction: 'asc' }];
 }
 
-/**
- * `row at or before <row>` in the given order, as SQL with parameters: a lexicographic comparison
- * that honours each key's direction (row values compared the way the database stores them).
- */
-function atOrBefore(keys: readonly KeysetKey[], row: ItemRow): { sql: string; params: unknown[] } {
-  const [key, ...rest] = keys;
-  if (!key) return { sql: '1 = 1', params: [] };
-  const value = row[key.field];
-  if (!rest.length) return { sql: `${key.column} ${key.direction === 'asc' ? '<=' : '>='} ?`, params: [value] };
-  const inner = atOrBefore(rest, row);
-  return {
-    sql: `(${key.column} ${key.direction === 'asc' ? '<' : '>'} ? or (${key.column} = ? and ${inner.sql}))`,
-    params: [value, value, ...inner.params],
-  };
-}
-
 export async function queryItems(
   db: SqlScope,
   user: AuthUser,
@@ -205,49 +189,61 @@ export async function queryItems(
   const filtered = where.count > 1;
   const keys = sortKeys(req.sort_by);
   const fingerprint = queryFingerprint({ of: 'items', project_id: req.project_id, queue_id: req.queue_id, filter, keys });
-  if (page.cursor !== undefined) {
-    const bound = keysetAfter(keys, decodeCursor(db, page.cursor, fingerprint, keys));
+  const cursor = page.cursor === undefined ? undefined : decodeCursor(db, page.cursor, fingerprint, keys);
+  if (cursor) {
+    const bound = keyset(keys, cursor.values, 'after');
     where.add(bound.sql, ...bound.params);
   }
   const read = await sqlRows<ItemRow>(db,
     `select ${ITEM_COLUMNS} from annotation_queue_items i where ${where.sql} order by ${orderSql(keys)} limit ? offset ?`,
     [...where.params, page.limit + 1, page.offset],
   );
-  const { rows, nextCursor } = pageOf(read, page.limit, (row) => encodeCursor(fingerprint, keys, row));
-  const result = (items: AnnotationQueueItem[]) => ({ items, next_cursor: nextCursor });
-  if (!req.include_position) return result(rows.map((row) => toItemDto(row)));
-  if (!filtered && page.cursor === undefined) {
-    // Unfiltered, the page is a window of the queue's own order: ranks follow from the offset.
-    return result(rows.map((row, index) => toItemDto(row, page.offset + index + 1)));
-  }
-  return result(rows.map((row) => toItemDto(row, null)).map(withPositions(await positionsOf(db, req.queue_id, keys, rows))));
+  const rows = read.slice(0, page.limit);
+  // The rank of the row before the page, when it is known without a query: every position on an
+  // unfiltered page follows from it, so that its next cursor carries one even when not asked for.
+  const before = cursor ? cursor.position : page.offset;
+  let positions: (number | null)[] | undefined;
+  if (!filtered && before !== null) positions = rows.map((_, index) => before + index + 1);
+  else if (req.include_position) positions = await positionsOf(db, req.queue_id, keys, rows, cursor?.position === null ? undefined : cursor);
+  const { nextCursor } = pageOf(read, page.limit, (row) => encodeCursor(fingerprint, keys, row, positions?.at(-1) ?? null));
+  return {
+    items: rows.map((row, index) => toItemDto(row, req.include_position ? (positions?.[index] ?? null) : null)),
+    next_cursor: nextCursor,
+  };
 }
 
 /**
- * 1-based ranks of the given rows (a page, in order) over the whole live queue. Only the part of
- * the queue up to the page's last row is ranked: the cost follows the page's depth, not the
- * queue's size.
+ * 1-based ranks of the given rows (a page, in order) over the whole live queue, before every
+ * filter. Only the rows up to the page's last row are ranked, and with a cursor that carries its
+ * row's rank, only those after the cursor: the cost follows the page's span, not the queue's size.
+ * A row that is no longer live by then (a concurrent delete) gets null.
  */
-async function positionsOf(db: SqlScope, queueId: string, keys: readonly KeysetKey[], rows: readonly ItemRow[]): Promise<Map<string, number>> {
+async function positionsOf(
+  db: SqlScope,
+  queueId: string,
+  keys: readonly KeysetKey[],
+  rows: readonly ItemRow[],
+  cursor: DecodedCursor | undefined,
+): Promise<(number | null)[]> {
   const last = rows.at(-1);
-  if (!last) return new Map();
-  const bound = atOrBefore(keys, last);
-  // The same bound on the leading key alone is redundant, but it is what lets the database read
-  // the (queue_id, <key>, id) index as a range instead of testing every row of the queue.
-  const lead = keys[0]!;
-  const range = `${lead.column} ${lead.direction === 'asc' ? '<=' : '>='} ?`;
+  if (!last) return [];
+  const where = new Conditions();
+  where.add('i.queue_id = ? and i.deleted_at is null', queueId);
+  if (cursor) {
+    const after = keyset(keys, cursor.values, 'after');
+    where.add(after.sql, ...after.params);
+  }
+  const upTo = keyset(keys, keys.map((key) => last[key.field]), 'not after');
+  where.add(upTo.sql, ...upTo.params);
   const ranked = await sqlRows<{ id: string; position: number | string }>(db,
     `select r.id, r.position from (
-        select i.id, row_number() over (order by ${orderSql(keys)}) as position
-          from annotation_queue_items i where i.queue_id = ? and i.deleted_at is null and ${range} and ${bound.sql}
+        select i.id, row_number() over (order by ${orderSql(keys)}) as position from annotation_queue_items i where ${where.sql}
       ) r where r.id in (${placeholders(rows.length)})`,
-    [queueId, last[lead.field], ...bound.params, ...rows.map((row) => row.id)],
+    [...where.params, ...rows.map((row) => row.id)],
   );
-  return new Map(ranked.map((row) => [row.id, Number(row.position)]));
-}
-
-function withPositions(positions: Map<string, number>) {
-  return (item: AnnotationQueueItem): AnnotationQueueItem => ({ ...item, position_in_queue: positions.get(item.id) ?? null });
+  const base = cursor?.position ?? 0;
+  const positions = new Map(ranked.map((row) => [row.id, base + Number(row.position)]));
+  return rows.map((row) => positions.get(row.id) ?? null);
 }
 
 /** Soft delete of one item; it answers 404 from then on. */

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeEachBackend } from '../harness/backends.ts';
 import { client, createUser, rest, type CreatedKeyForTest } from '../harness/http.ts';
@@ -107,6 +108,95 @@ describeEachBackend('cursor paging', (backend) => {
       const paged = await follow((cursor) => itemsPage(queueId, { filter, limit: 4, include_position: true, ...(cursor ? { cursor } : {}) }));
       expect(paged.rows).toEqual(whole);
       expect(paged.rows.map((item) => item.position_in_queue)).toEqual(paged.rows.map((item) => ids(all).indexOf(item.id) + 1));
+    });
+
+    const positions = (rows: readonly Item[]) => rows.map((item) => item.position_in_queue);
+
+    it('numbers cursor pages on from the position of the page before', async () => {
+      for (const sort_by of [undefined, [{ field: 'call_op_name', direction: 'desc' }, { field: 'call_started_at', direction: 'asc' }]]) {
+        const body = sort_by ? { sort_by } : {};
+        const whole = (await itemsPage(queueId, { ...body, limit: 100 })).rows;
+        for (const limit of [1, 2, 4]) {
+          const paged = await follow((cursor) => itemsPage(queueId, { ...body, limit, include_position: true, ...(cursor ? { cursor } : {}) }));
+          expect(ids(paged.rows)).toEqual(ids(whole));
+          expect(positions(paged.rows), `limit ${limit}`).toEqual(whole.map((_, index) => index + 1));
+        }
+      }
+      // A cursor from a page read without positions, or from an offset page, numbers the next page all the same.
+      const plain = await itemsPage(queueId, { limit: 3 });
+      expect(positions(plain.rows)).toEqual([null, null, null]);
+      expect(positions((await itemsPage(queueId, { limit: 3, include_position: true, cursor: plain.next_cursor })).rows)).toEqual([4, 5, 6]);
+      const fromOffset = await itemsPage(queueId, { limit: 2, offset: 5 });
+      expect(positions((await itemsPage(queueId, { limit: 2, include_position: true, cursor: fromOffset.next_cursor })).rows)).toEqual([8, 9]);
+    });
+
+    it('ranks a filtered cursor page over the whole queue, whether or not the page before was ranked', async () => {
+      const filter = { call_op_names: ['b'] };
+      for (const sort_by of [undefined, [{ field: 'created_at', direction: 'desc' }], [{ field: 'call_op_name', direction: 'desc' }, { field: 'call_started_at', direction: 'asc' }]]) {
+        const body = { filter, ...(sort_by ? { sort_by } : {}) };
+        const order = ids((await itemsPage(queueId, { ...(sort_by ? { sort_by } : {}), limit: 100 })).rows);
+        const rank = (rows: readonly Item[]) => rows.map((item) => order.indexOf(item.id) + 1);
+        const first = await itemsPage(queueId, { ...body, limit: 1 });
+        const second = await itemsPage(queueId, { ...body, limit: 1, include_position: true, cursor: first.next_cursor });
+        expect(positions(second.rows), JSON.stringify(sort_by)).toEqual(rank(second.rows));
+        const third = await itemsPage(queueId, { ...body, limit: 5, include_position: true, cursor: second.next_cursor });
+        expect(third.rows).toHaveLength(1);
+        expect(positions(third.rows), JSON.stringify(sort_by)).toEqual(rank(third.rows));
+      }
+    });
+
+    it('keeps numbering from the cursor when items are added before it afterwards', async () => {
+      const { queueId: growing } = await queueWithItems(server, member.api_key, projectId, 6);
+      // Newest first: an item added now comes before every item already read.
+      const body = { sort_by: [{ field: 'created_at', direction: 'desc' }], include_position: true, limit: 2 };
+      const first = await itemsPage(growing, body);
+      expect(positions(first.rows)).toEqual([1, 2]);
+      const [callId] = await createCalls(server, member.api_key, projectId, [{ id: uniqueId('early') }]);
+      await addItems(server, member.api_key, projectId, growing, [callId!]);
+      const next = await itemsPage(growing, { ...body, cursor: first.next_cursor });
+      expect(positions(next.rows), 'the cursor page continues the numbering it started').toEqual([3, 4]);
+      // The same rows by offset are ranked afresh, counting the new item.
+      const fresh = await itemsPage(growing, { ...body, offset: 3 });
+      expect(ids(fresh.rows)).toEqual(ids(next.rows));
+      expect(positions(fresh.rows)).toEqual([4, 5]);
+    });
+
+    it('refuses an altered cursor, and lets a rebuilt one only renumber the page it leads to', async () => {
+      const page = await itemsPage(queueId, { limit: 2, include_position: true });
+      const body = JSON.parse(Buffer.from(page.next_cursor!, 'base64url').toString());
+      expect(body.p).toBe(2);
+      const cursorOf = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+      const status = async (cursor: string) => {
+        const reply = await rest(server, 'POST', `/annotation_queues/${queueId}/items/query`, {
+          key: member.api_key,
+          body: { project_id: projectId, limit: 2, include_position: true, cursor },
+        });
+        return { status: reply.status, reason: reply.body.reason as string | undefined, items: (reply.body.items ?? []) as Item[] };
+      };
+      // Each change breaks the seal: another position, a position dropped, the seal dropped, another row.
+      const { s: _seal, ...unsealed } = body;
+      const { p: _position, ...unnumbered } = body;
+      for (const altered of [{ ...body, p: 7 }, unnumbered, unsealed, { ...body, k: [...body.k.slice(0, -1), all[5]!.id] }]) {
+        const reply = await status(cursorOf(altered));
+        expect(reply.status, JSON.stringify(altered)).toBe(400);
+        expect(reply.reason).toMatch(/not a cursor/);
+      }
+      // The seal is a plain hash: sealed again, a position within bounds numbers the same rows from elsewhere…
+      const sealed = (p: unknown) => {
+        const seal = createHash('sha256').update(JSON.stringify({ k: body.k, p, q: body.q })).digest('base64url').slice(0, 22);
+        return cursorOf({ q: body.q, k: body.k, p, s: seal });
+      };
+      const genuine = await status(page.next_cursor!);
+      const rebuilt = await status(sealed(1000));
+      expect(rebuilt.status).toBe(200);
+      expect(ids(rebuilt.items)).toEqual(ids(genuine.items));
+      expect(positions(rebuilt.items)).toEqual([1001, 1002]);
+      // …and one out of bounds, or not a whole number, is refused.
+      for (const p of [0, -1, 1.5, '3', 2 ** 53, 1e300]) {
+        const reply = await status(sealed(p));
+        expect(reply.status, String(p)).toBe(400);
+        expect(reply.reason).toMatch(/not a cursor/);
+      }
     });
 
     it('continues without gap or repeat while items are being added', async () => {

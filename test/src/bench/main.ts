@@ -9,6 +9,7 @@ import { progressBenchmark } from './progress-writes.ts';
 import { claimBenchmark } from './claim-writes.ts';
 import { itemsQueryBenchmark } from './items-query.ts';
 import { agreementBenchmark } from './agreement.ts';
+import { webBenchmark } from './web.ts';
 import { printSection, runInfo, writeSection, type Section, type Settings } from './report.ts';
 import { positiveInt } from '../harness/env-settings.ts';
 
@@ -23,6 +24,7 @@ const BENCHMARKS: Record<string, (settings: Settings, workDir: string) => Promis
   'feedback-ingest': feedbackIngestBenchmark,
   agreement: agreementBenchmark,
   cli: cliBenchmark,
+  web: webBenchmark,
 };
 const RESULTS_DIR = fileURLToPath(new URL('../../bench-results/', import.meta.url));
 

@@ -1,3 +1,4 @@
+import { memo } from 'react';
 import type { Call } from './annotate-queries.ts';
 import { fieldsOf, formatDuration, isChatMessage, isConversation, partText, valueAt, type ChatMessage } from './call-content.ts';
 import { JsonTree } from './JsonTree.tsx';
@@ -10,8 +11,11 @@ const timeFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', tim
  * A recorded call for people: op name, start and duration, then the item's display fields (when it
  * has any), the inputs and the output. Chat messages read as a conversation, strings as Markdown,
  * everything else as a collapsible JSON tree.
+ *
+ * Memoized: the page re-renders on every key press and write; the call, its Markdown parsed again,
+ * need not.
  */
-export function CallView({ call, displayFields, headingId }: { call: Call; displayFields: string[]; headingId: string }) {
+export const CallView = memo(function CallView({ call, displayFields, headingId }: { call: Call; displayFields: string[]; headingId: string }) {
   const duration = call.ended_at ? Date.parse(call.ended_at) - Date.parse(call.started_at) : null;
   const root = call as unknown as { [key: string]: JsonValue };
   return (
@@ -62,7 +66,7 @@ export function CallView({ call, displayFields, headingId }: { call: Call; displ
       ) : null}
     </article>
   );
-}
+});
 
 function Part({ title, value }: { title: string; value: JsonValue }) {
   const fields = value === null ? null : fieldsOf(value);

@@ -326,7 +326,8 @@ export function AnnotatePage({ client, session, projectId, queueId }: QueuePageP
       {phase.name === 'done' && !reopened ? <NothingLeft stats={stats.data} /> : null}
 
       {shownItem ? (
-        <div className="annotate-work">
+        // data-call-shown names the call once it is on screen: what the web benchmark waits for.
+        <div className="annotate-work" data-call-shown={call.isSuccess ? call.data.id : undefined}>
           <div className="annotate-call">
             {reopened ? (
               <p className="reopened-banner">

@@ -1,6 +1,78 @@
+import { useQuery } from '@tanstack/react-query';
+import { useMemo, useState } from 'react';
+import { canWrite, roleIn } from '../access.ts';
+import { messageOf, meQuery } from '../api.ts';
+import { queueQuery, queueStatsQuery, rubricQuery, type QueueItem } from '../annotate/annotate-queries.ts';
+import { useQueueEvents } from '../live/useQueueEvents.ts';
+import { ItemDialog, type OpenedItem } from '../queue/ItemDialog.tsx';
+import { ItemsList } from '../queue/ItemsList.tsx';
+import { QueueProgress } from '../queue/QueueProgress.tsx';
+import { queueItemsKey } from '../queue/queue-queries.ts';
+import { QueueSettings } from '../queue/QueueSettings.tsx';
+import { Link } from '../router.tsx';
+import { pathOf } from '../routes.ts';
 import type { QueuePageProps } from './page-props.ts';
+import '../annotate/annotate.css';
+import '../queue/queue.css';
 
-// Placeholder until the page is built (issue 11/12 work in progress).
-export function QueuePage({ projectId, queueId }: QueuePageProps) {
-  return <h1>queue {projectId}</h1>;
+/**
+ * A queue: its rubric and settings, its progress (live: other annotators' work shows without a
+ * reload), and its items with every annotator's values. Viewers read all of it.
+ */
+export function QueuePage({ client, session, projectId, queueId }: QueuePageProps) {
+  const me = useQuery(meQuery(client, session));
+  const queue = useQuery(queueQuery(client, session, projectId, queueId));
+  const stats = useQuery(queueStatsQuery(client, session, projectId, queueId));
+  const specs = useQuery({ ...rubricQuery(client, session, projectId, queue.data?.scorer_refs ?? []), enabled: queue.isSuccess });
+  const specsOfValues = useMemo(() => (specs.data ?? []).map(({ ref, name }) => ({ ref, name })), [specs.data]);
+  const [opened, setOpened] = useState<OpenedItem | null>(null);
+
+  // Any change of the queue renews the counts, the items and their values (the queue itself is
+  // renewed too: its name or rubric may have changed).
+  const live = useQueueEvents(client, projectId, queueId, [
+    queueStatsQuery(client, session, projectId, queueId).queryKey,
+    queueItemsKey(session, projectId, queueId),
+    queueQuery(client, session, projectId, queueId).queryKey,
+  ]);
+
+  if (queue.isPending || (queue.isSuccess && specs.isPending)) return <p>Loading…</p>;
+  if (queue.isError) return <p className="error" role="alert">{messageOf(queue.error)}</p>;
+  if (specs.isError) return <p className="error" role="alert">{messageOf(specs.error)}</p>;
+
+  const queueData = queue.data;
+  const meId = me.data?.user_id;
+  const open = (item: QueueItem) => setOpened({ callId: item.call_id, opName: item.call_op_name, displayFields: item.display_fields });
+  return (
+    <div className="queue-page">
+      <nav aria-label="Breadcrumb" className="crumbs">
+        <Link to={pathOf({ name: 'project', projectId })}>{projectId}</Link> / <span aria-current="page">{queueData.name}</span>
+      </nav>
+      <div className="queue-head">
+        <h1>{queueData.name}</h1>
+        <ul className="queue-links">
+          {canWrite(roleIn(me.data, projectId)) ? (
+            <li>
+              <Link className="button-link" to={pathOf({ name: 'annotate', projectId, queueId })}>
+                Start annotating
+              </Link>
+            </li>
+          ) : null}
+          <li>
+            <Link className="button-link secondary" to={pathOf({ name: 'agreement', projectId, queueId })}>
+              Agreement
+            </Link>
+          </li>
+        </ul>
+      </div>
+      {queueData.description ? <p className="queue-description">{queueData.description}</p> : null}
+      {stats.isSuccess ? (
+        <QueueProgress stats={stats.data} live={live} meId={meId} />
+      ) : stats.isError ? (
+        <p className="error" role="alert">{messageOf(stats.error)}</p>
+      ) : null}
+      <QueueSettings queue={queueData} specs={specs.data ?? []} />
+      <ItemsList client={client} session={session} projectId={projectId} queueId={queueId} specs={specsOfValues} stats={stats.data} meId={meId} onOpen={open} />
+      <ItemDialog client={client} session={session} projectId={projectId} queueId={queueId} specs={specsOfValues} meId={meId} item={opened} onClose={() => setOpened(null)} />
+    </div>
+  );
 }

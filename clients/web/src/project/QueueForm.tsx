@@ -1,0 +1,146 @@
+import { useEffect, useId, useRef, useState, type FormEvent } from 'react';
+import type { ProjectQueue, ProjectSpec, QueueFields } from './project-queries.ts';
+import type { Refusal } from './refusal.ts';
+import { SpecLabel } from './SpecLabel.tsx';
+
+export const QUEUE_FIELDS = ['name', 'description', 'scorer_refs', 'annotations_per_item', 'lease_seconds'] as const;
+const DEFAULTS = { annotationsPerItem: '1', leaseSeconds: '900' };
+
+/**
+ * The fields an edit changed, as the queue was when the form opened: an update sends only those
+ * (fields left out stay), so it does not undo someone else's change to another field.
+ */
+export function changedFields(queue: ProjectQueue, fields: QueueFields): Partial<QueueFields> {
+  return Object.fromEntries(
+    Object.entries(fields).filter(([key, value]) => JSON.stringify(value ?? null) !== JSON.stringify(queue[key as keyof QueueFields] ?? null)),
+  );
+}
+
+/**
+ * A queue's settings: name, description, scorer specs (chosen among the project's specs),
+ * annotations per item and lease. Creates a queue, or edits `queue` when given. The server checks
+ * every value; its refusal is shown at the field it names.
+ */
+export function QueueForm({
+  queue,
+  specs,
+  busy,
+  refusal,
+  onSubmit,
+  onCancel,
+}: {
+  queue: ProjectQueue | null;
+  specs: ProjectSpec[];
+  busy: boolean;
+  refusal: Refusal | null;
+  onSubmit: (fields: QueueFields) => void;
+  onCancel: () => void;
+}) {
+  const id = useId();
+  const [name, setName] = useState(queue?.name ?? '');
+  const [description, setDescription] = useState(queue?.description ?? '');
+  const [refs, setRefs] = useState<string[]>(queue?.scorer_refs ?? []);
+  const [perItem, setPerItem] = useState(String(queue?.annotations_per_item ?? DEFAULTS.annotationsPerItem));
+  const [lease, setLease] = useState(String(queue?.lease_seconds ?? DEFAULTS.leaseSeconds));
+
+  // A ref the queue holds that the project no longer lists still shows, so that saving keeps it.
+  const known = new Set(specs.map((spec) => spec.ref));
+  const unknownRefs = refs.filter((ref) => !known.has(ref));
+
+  const toggle = (ref: string, on: boolean) => setRefs((current) => (on ? [...current, ref] : current.filter((other) => other !== ref)));
+
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    onSubmit({
+      name,
+      description: description.trim() ? description : null,
+      scorer_refs: refs,
+      // An unreadable number goes to the server as is, which says what is wrong with it.
+      annotations_per_item: Number(perItem),
+      lease_seconds: Number(lease),
+    });
+  };
+
+  // A refused field takes the focus, to be fixed (the scorer specs: their first box).
+  const form = useRef<HTMLFormElement>(null);
+  useEffect(() => {
+    if (!refusal?.field) return;
+    form.current?.querySelector<HTMLElement>(`:is(input, textarea)[data-field="${refusal.field}"], fieldset[data-field="${refusal.field}"] input`)?.focus();
+  }, [refusal]);
+
+  const errorId = (field: string) => `${id}-${field}-error`;
+  const invalid = (field: string) =>
+    ({ 'data-field': field, ...(refusal?.field === field ? { 'aria-invalid': true as const, 'aria-describedby': errorId(field) } : {}) });
+  const fieldError = (field: string) =>
+    refusal?.field === field ? (
+      <p id={errorId(field)} className="error field-error">
+        {refusal.reason}
+      </p>
+    ) : null;
+
+  return (
+    <form ref={form} className="queue-form" onSubmit={submit} noValidate>
+      <div className="field">
+        <label htmlFor={`${id}-name`}>Name</label>
+        <input id={`${id}-name`} value={name} onChange={(event) => setName(event.target.value)} autoComplete="off" {...invalid('name')} />
+        {fieldError('name')}
+      </div>
+      <div className="field">
+        <label htmlFor={`${id}-description`}>Description</label>
+        <textarea id={`${id}-description`} rows={3} value={description} onChange={(event) => setDescription(event.target.value)} {...invalid('description')} />
+        {fieldError('description')}
+      </div>
+      <fieldset className="field spec-choices" {...invalid('scorer_refs')}>
+        <legend>Scorer specs</legend>
+        {specs.length || unknownRefs.length ? (
+          <ul>
+            {specs.map((spec) => (
+              <li key={spec.ref}>
+                <label className="check">
+                  <input type="checkbox" checked={refs.includes(spec.ref)} onChange={(event) => toggle(spec.ref, event.target.checked)} />
+                  <SpecLabel spec={spec} />
+                </label>
+              </li>
+            ))}
+            {unknownRefs.map((ref) => (
+              <li key={ref}>
+                <label className="check">
+                  <input type="checkbox" checked onChange={(event) => toggle(ref, event.target.checked)} />
+                  <code>{ref}</code>
+                </label>
+              </li>
+            ))}
+          </ul>
+        ) : (
+          <p className="muted">The project has no annotation specs yet: annotators will give a note and a reaction only.</p>
+        )}
+        {fieldError('scorer_refs')}
+      </fieldset>
+      <div className="field-row">
+        <div className="field">
+          <label htmlFor={`${id}-per-item`}>Annotations per item</label>
+          <input id={`${id}-per-item`} type="number" min={1} max={100} step={1} value={perItem} onChange={(event) => setPerItem(event.target.value)} {...invalid('annotations_per_item')} />
+          {fieldError('annotations_per_item')}
+        </div>
+        <div className="field">
+          <label htmlFor={`${id}-lease`}>Lease (seconds)</label>
+          <input id={`${id}-lease`} type="number" min={10} max={86_400} step={1} value={lease} onChange={(event) => setLease(event.target.value)} {...invalid('lease_seconds')} />
+          {fieldError('lease_seconds')}
+        </div>
+      </div>
+      {refusal && refusal.field === null ? (
+        <p className="error" role="alert">
+          {refusal.reason}
+        </p>
+      ) : null}
+      <div className="actions">
+        <button type="submit" disabled={busy}>
+          {queue ? 'Save queue' : 'Create queue'}
+        </button>
+        <button type="button" className="secondary" onClick={onCancel}>
+          Cancel
+        </button>
+      </div>
+    </form>
+  );
+}

@@ -1,0 +1,236 @@
+import type { LoupeClient } from '@loupe/client';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useRef, useState } from 'react';
+import { flushSync } from 'react-dom';
+import { queueQuery, queueStatsQuery } from '../annotate/annotate-queries.ts';
+import { messageOf, projectsQuery } from '../api.ts';
+import { useQueueEvents } from '../live/useQueueEvents.ts';
+import { Link } from '../router.tsx';
+import { pathOf } from '../routes.ts';
+import { Modal } from './Modal.tsx';
+import { projectQueuesQuery, projectSpecsQuery, QUEUE_LIST_LIMIT, type ProjectQueue, type ProjectSpec, type QueueFields } from './project-queries.ts';
+import { changedFields, QueueForm, QUEUE_FIELDS } from './QueueForm.tsx';
+import { QueueProgressBar } from './QueueProgressBar.tsx';
+import { ReadOnlyNote, writeControl, type Access } from './ReadOnlyNote.tsx';
+import { refusalOf, type Refusal } from './refusal.ts';
+
+/**
+ * Queues followed live at most: each one holds an event stream, and the server limits them per key
+ * (20 by default, shared with the key's other tabs). The others show what they last read.
+ */
+export const LIVE_QUEUES = 10;
+
+type Editing = { queue: ProjectQueue | null } | null;
+
+/** The project's queues with their progress, and their creation, editing and deletion. */
+export function QueueSection({ client, session, projectId, access, onNotice }: { client: LoupeClient; session: number; projectId: string; access: Access; onNotice: (text: string) => void }) {
+  const queryClient = useQueryClient();
+  const queues = useQuery(projectQueuesQuery(client, session, projectId));
+  const specs = useQuery(projectSpecsQuery(client, session, projectId));
+  const [editing, setEditing] = useState<Editing>(null);
+  const [refusal, setRefusal] = useState<Refusal | null>(null);
+  const [deleting, setDeleting] = useState<ProjectQueue | null>(null);
+  const [deleteFailure, setDeleteFailure] = useState<string>();
+  // The queue's live events stop before it is deleted: its deletion is an event too, and the stats
+  // it would refetch are gone (404).
+  const [closing, setClosing] = useState<string | null>(null);
+  const headingRef = useRef<HTMLHeadingElement>(null);
+
+  const queuesKey = projectQueuesQuery(client, session, projectId).queryKey;
+  const save = useMutation({
+    mutationFn: async ({ queue, fields }: { queue: ProjectQueue | null; fields: QueueFields }) => {
+      if (queue) await client.annotationQueues.update.mutate({ project_id: projectId, queue_id: queue.id, ...changedFields(queue, fields) });
+      else await client.annotationQueues.create.mutate({ project_id: projectId, ...fields });
+    },
+    onSuccess: async (_answer, { queue, fields }) => {
+      setEditing(null);
+      onNotice(queue ? `Saved queue ${fields.name}.` : `Created queue ${fields.name}.`);
+      await Promise.all([
+        queryClient.invalidateQueries({ queryKey: queuesKey }),
+        queryClient.invalidateQueries({ queryKey: projectsQuery(client, session).queryKey }),
+        ...(queue ? [queryClient.invalidateQueries({ queryKey: queueQuery(client, session, projectId, queue.id).queryKey })] : []),
+      ]);
+    },
+    onError: (error) => setRefusal(refusalOf(error, QUEUE_FIELDS)),
+  });
+
+  const remove = useMutation({
+    mutationFn: (queue: ProjectQueue) => client.annotationQueues.delete.mutate({ project_id: projectId, queue_id: queue.id }),
+    onSuccess: async (_answer, queue) => {
+      setDeleting(null);
+      onNotice(`Deleted queue ${queue.name} and its items.`);
+      headingRef.current?.focus();
+      // Its card goes at once; its queries, unobserved, are dropped with the cache's collection.
+      queryClient.setQueryData(queuesKey, (list) => list?.filter((other) => other.id !== queue.id));
+      await Promise.all([
+        queryClient.invalidateQueries({ queryKey: queuesKey }),
+        queryClient.invalidateQueries({ queryKey: projectsQuery(client, session).queryKey }),
+      ]);
+    },
+    onError: (error) => {
+      setClosing(null);
+      setDeleteFailure(messageOf(error));
+    },
+  });
+  const confirmDelete = (queue: ProjectQueue) => {
+    flushSync(() => setClosing(queue.id));
+    remove.mutate(queue);
+  };
+
+  const openForm = (queue: ProjectQueue | null) => {
+    setRefusal(null);
+    save.reset();
+    setEditing({ queue });
+  };
+  const askDelete = (queue: ProjectQueue) => {
+    setDeleteFailure(undefined);
+    remove.reset();
+    setDeleting(queue);
+  };
+
+  const specList: ProjectSpec[] = specs.data ?? [];
+  return (
+    <section className="project-section" aria-labelledby="queues-title">
+      <div className="section-head">
+        <h2 id="queues-title" ref={headingRef} tabIndex={-1}>
+          Queues
+        </h2>
+        <button type="button" onClick={() => openForm(null)} aria-haspopup="dialog" {...writeControl(access)}>
+          New queue
+        </button>
+      </div>
+      <ReadOnlyNote access={access} />
+      {queues.isPending ? (
+        <p>Loading…</p>
+      ) : queues.isError ? (
+        <p className="error" role="alert">
+          {messageOf(queues.error)}
+        </p>
+      ) : queues.data.length ? (
+        <>
+          <ul className="queue-list">
+            {queues.data.map((queue, index) => (
+              <QueueCard
+                key={queue.id}
+                client={client}
+                session={session}
+                projectId={projectId}
+                queue={queue}
+                specs={specList}
+                live={index < LIVE_QUEUES && queue.id !== closing}
+                access={access}
+                onEdit={() => openForm(queue)}
+                onDelete={() => askDelete(queue)}
+              />
+            ))}
+          </ul>
+          {queues.data.length >= QUEUE_LIST_LIMIT ? <p className="hint">Showing the newest {QUEUE_LIST_LIMIT} queues.</p> : null}
+        </>
+      ) : (
+        <p>No queues yet.</p>
+      )}
+
+      <Modal open={editing !== null} onClose={() => setEditing(null)} labelledBy="queue-form-title">
+        <h2 id="queue-form-title">{editing?.queue ? `Edit queue ${editing.queue.name}` : 'New queue'}</h2>
+        {editing ? (
+          <QueueForm
+            key={editing.queue?.id ?? 'new'}
+            queue={editing.queue}
+            specs={specList}
+            busy={save.isPending}
+            refusal={refusal}
+            onSubmit={(fields) => {
+              setRefusal(null);
+              save.mutate({ queue: editing.queue, fields });
+            }}
+            onCancel={() => setEditing(null)}
+          />
+        ) : null}
+      </Modal>
+
+      <Modal open={deleting !== null} onClose={() => setDeleting(null)} labelledBy="queue-delete-title" className="confirm">
+        <h2 id="queue-delete-title">Delete queue {deleting?.name}?</h2>
+        <p>The queue and its items are deleted: annotators can no longer open it. Feedback already given stays.</p>
+        {deleteFailure ? (
+          <p className="error" role="alert">
+            {deleteFailure}
+          </p>
+        ) : null}
+        <div className="actions">
+          <button type="button" className="danger" onClick={() => deleting && confirmDelete(deleting)} disabled={remove.isPending}>
+            Delete queue
+          </button>
+          {/* Focus starts on the harmless choice. */}
+          <button type="button" className="secondary" onClick={() => setDeleting(null)} data-autofocus>
+            Keep it
+          </button>
+        </div>
+      </Modal>
+    </section>
+  );
+}
+
+function QueueCard({
+  client,
+  session,
+  projectId,
+  queue,
+  specs,
+  live,
+  access,
+  onEdit,
+  onDelete,
+}: {
+  client: LoupeClient;
+  session: number;
+  projectId: string;
+  queue: ProjectQueue;
+  specs: ProjectSpec[];
+  live: boolean;
+  access: Access;
+  onEdit: () => void;
+  onDelete: () => void;
+}) {
+  const statsQuery = queueStatsQuery(client, session, projectId, queue.id);
+  const stats = useQuery(statsQuery);
+  // Done / total follow every annotator's work without a reload.
+  const liveState = useQueueEvents(client, projectId, queue.id, [statsQuery.queryKey], { enabled: live });
+  const byRef = new Map(specs.map((spec) => [spec.ref, spec]));
+  const titleId = `queue-${queue.id}-title`;
+  return (
+    <li>
+      <article className="queue-card panel" aria-labelledby={titleId}>
+      <div className="queue-head">
+        <h3 id={titleId}>
+          <Link to={pathOf({ name: 'queue', projectId, queueId: queue.id })}>{queue.name}</Link>
+        </h3>
+        <div className="queue-actions">
+          <Link className="button-link" to={pathOf({ name: 'annotate', projectId, queueId: queue.id })} aria-label={`Annotate ${queue.name}`}>
+            Annotate
+          </Link>
+          <button type="button" className="secondary" onClick={onEdit} aria-haspopup="dialog" aria-label={`Edit ${queue.name}`} {...writeControl(access)}>
+            Edit
+          </button>
+          <button type="button" className="secondary danger-text" onClick={onDelete} aria-haspopup="dialog" aria-label={`Delete ${queue.name}`} {...writeControl(access)}>
+            Delete
+          </button>
+        </div>
+      </div>
+      {queue.description ? <p className="queue-description">{queue.description}</p> : null}
+      <p className="queue-settings">
+        Rubric:{' '}
+        {queue.scorer_refs.length
+          ? queue.scorer_refs.map((ref) => byRef.get(ref)?.name ?? ref).join(', ')
+          : 'note and reaction only'}
+        {' · '}
+        {queue.annotations_per_item} {queue.annotations_per_item === 1 ? 'annotation' : 'annotations'} per item · lease {queue.lease_seconds} s
+      </p>
+      {stats.isError ? (
+        <p className="error">{messageOf(stats.error)}</p>
+      ) : (
+        <QueueProgressBar queueName={queue.name} stats={stats.data} live={liveState} />
+      )}
+      </article>
+    </li>
+  );
+}

@@ -1,0 +1,45 @@
+import type { LoupeClient } from '@loupe/client';
+import type { RouterInputs, RouterOutputs } from '@loupe/server/router';
+import { infiniteQueryOptions, queryOptions } from '@tanstack/react-query';
+
+// What the project page reads. Keys sit under ['session', <id>] like every signed-in query, so
+// signing out drops them; a queue's stats share their key with the annotate page's.
+
+export type ProjectQueue = RouterOutputs['annotationQueues']['query']['queues'][number];
+export type ProjectSpec = RouterOutputs['annotationSpecs']['query']['specs'][number];
+export type ProjectCall = RouterOutputs['calls']['query']['calls'][number];
+export type QueueFields = Omit<RouterInputs['annotationQueues']['create'], 'project_id'>;
+export type AddAnswer = RouterOutputs['annotationQueues']['items']['add'];
+
+/** Queues listed at once; a project with more shows the newest this many. */
+export const QUEUE_LIST_LIMIT = 500;
+/** Calls per page of the call browser. */
+export const CALLS_PAGE_SIZE = 50;
+
+export const projectQueuesQuery = (client: LoupeClient, session: number, projectId: string) =>
+  queryOptions({
+    queryKey: ['session', session, 'project-queues', projectId],
+    queryFn: async () => (await client.annotationQueues.query.query({ project_id: projectId, limit: QUEUE_LIST_LIMIT })).queues,
+  });
+
+/** Every annotation spec of the project (each version), by name. */
+export const projectSpecsQuery = (client: LoupeClient, session: number, projectId: string) =>
+  queryOptions({
+    queryKey: ['session', session, 'project-specs', projectId],
+    queryFn: async () => (await client.annotationSpecs.query.query({ project_id: projectId })).specs,
+  });
+
+/** The project's calls, page by page (contract 5.6), narrowed to one op name when given. */
+export const projectCallsQuery = (client: LoupeClient, session: number, projectId: string, opName: string) =>
+  infiniteQueryOptions({
+    queryKey: ['session', session, 'project-calls', projectId, opName],
+    queryFn: ({ pageParam }) =>
+      client.calls.query.query({
+        project_id: projectId,
+        limit: CALLS_PAGE_SIZE,
+        ...(opName ? { filter: { op_names: [opName] } } : {}),
+        ...(pageParam ? { cursor: pageParam } : {}),
+      }),
+    initialPageParam: null as string | null,
+    getNextPageParam: (page) => page.next_cursor,
+  });

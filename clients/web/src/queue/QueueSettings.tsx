@@ -1,0 +1,77 @@
+import type { Queue, Spec } from '../annotate/annotate-queries.ts';
+import { fieldKind, type FieldKind } from '../annotate/rubric-fields.ts';
+import { scalarText } from './ValueText.tsx';
+
+const dateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+
+/** The queue's rubric (its scorer specs) and settings. */
+export function QueueSettings({ queue, specs }: { queue: Queue; specs: Spec[] }) {
+  return (
+    <div className="queue-about">
+      <section className="panel" aria-labelledby="rubric-title">
+        <h2 id="rubric-title">Scorer specs</h2>
+        {specs.length ? (
+          <ul className="specs">
+            {specs.map((spec) => (
+              <li key={spec.ref}>
+                <strong>{spec.name}</strong> <span className="spec-kind">{kindWords(fieldKind(spec.field_schema))}</span>
+                {spec.description ? <p>{spec.description}</p> : null}
+                <code className="spec-ref">{spec.ref}</code>
+              </li>
+            ))}
+          </ul>
+        ) : (
+          <p className="muted">No scorer specs: annotators give a note and a reaction only.</p>
+        )}
+      </section>
+      <section className="panel" aria-labelledby="settings-title">
+        <h2 id="settings-title">Settings</h2>
+        <dl className="settings">
+          <div>
+            <dt>Annotations per item</dt>
+            <dd>{queue.annotations_per_item}</dd>
+          </div>
+          <div>
+            <dt>Lease</dt>
+            <dd>{leaseWords(queue.lease_seconds)}</dd>
+          </div>
+          <div>
+            <dt>Created</dt>
+            <dd>
+              <time dateTime={queue.created_at}>{dateFormat.format(new Date(queue.created_at))}</time>
+            </dd>
+          </div>
+          <div>
+            <dt>Queue id</dt>
+            <dd>
+              <code>{queue.id}</code>
+            </dd>
+          </div>
+        </dl>
+      </section>
+    </div>
+  );
+}
+
+function kindWords(kind: FieldKind): string {
+  switch (kind.kind) {
+    case 'scale':
+      return `scale ${kind.options[0]}–${kind.options[kind.options.length - 1]}`;
+    case 'choice':
+      return `one of ${kind.options.map((option) => (option !== null && typeof option === 'object' ? JSON.stringify(option) : scalarText(option))).join(', ')}`;
+    case 'boolean':
+      return 'yes or no';
+    case 'text':
+      return 'text';
+    case 'number':
+      return kind.integer ? 'whole number' : 'number';
+    case 'json':
+      return 'JSON';
+  }
+}
+
+function leaseWords(seconds: number): string {
+  if (seconds % 3600 === 0) return seconds === 3600 ? '1 hour' : `${seconds / 3600} hours`;
+  if (seconds % 60 === 0) return seconds === 60 ? '1 minute' : `${seconds / 60} minutes`;
+  return `${seconds} seconds`;
+}
