@@ -1,0 +1,45 @@
+import { splitProjectId, type ProjectUser, type ProjectUsersReq } from '@loupe/shared';
+import type { AuthUser } from '../auth/authenticate.ts';
+import { placeholders, sqlRows, type SqlScope } from '../db/sql.ts';
+import { requireProjectAccess } from './access.ts';
+
+/**
+ * `POST /projects/users`: the usernames of user ids that a project's data mentions, for whoever may
+ * read the project. Only users related to the project are named: members of its entity (any role)
+ * and users whose progress or feedback is recorded in it (a former member's annotations keep their
+ * name). Any other id, known or not, is left out of the answer, so an answer never tells whether an
+ * unrelated user exists.
+ */
+export async function projectUsers(db: SqlScope, user: AuthUser, req: ProjectUsersReq): Promise<ProjectUser[]> {
+  requireProjectAccess(user, req.project_id, 'read');
+  const ids = [...new Set(req.user_ids)];
+  if (!ids.length) return [];
+  const { entity } = splitProjectId(req.project_id);
+
+  const known = await sqlRows<{ id: string; username: string; role: string | null }>(db,
+    `select u.id, u.username, m.role from users u
+       left join memberships m on m.user_id = u.id and m.entity = ?
+      where u.id in (${placeholders(ids.length)})`,
+    [entity, ...ids],
+  );
+  const related = new Set(known.filter((row) => row.role !== null).map((row) => row.id));
+
+  // Users that exist but are no members: named only when they wrote progress or feedback here.
+  // Checked only for them, so that a list of members (the usual request) costs one lookup.
+  const others = known.filter((row) => row.role === null).map((row) => row.id);
+  if (others.length) {
+    const list = placeholders(others.length);
+    const writers = await sqlRows<{ id: string }>(db,
+      `select p.annotator_user_id as id from annotation_item_progress p
+         join annotation_queues q on q.id = p.queue_id
+        where q.project_id = ? and p.annotator_user_id in (${list})
+       union
+       select f.svc_user_id as id from feedback f where f.project_id = ? and f.svc_user_id in (${list})`,
+      [req.project_id, ...others, req.project_id, ...others],
+    );
+    for (const row of writers) related.add(row.id);
+  }
+
+  const names = new Map(known.map((row) => [row.id, row.username]));
+  return ids.filter((id) => related.has(id)).map((id) => ({ user_id: id, username: names.get(id)! }));
+}
