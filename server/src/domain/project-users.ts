@@ -24,18 +24,22 @@ export async function projectUsers(db: SqlScope, user: AuthUser, req: ProjectUse
   );
   const related = new Set(known.filter((row) => row.role !== null).map((row) => row.id));
 
-  // Users that exist but are no members: named only when they wrote progress or feedback here.
-  // Checked only for them, so that a list of members (the usual request) costs one lookup.
+  // Users that exist but are no members: named only when they wrote feedback or progress here.
+  // Index seeks only (feedback_user_idx; progress per queue of the project and annotator), and only
+  // for them, so that a list of members (the usual request) costs one lookup.
   const others = known.filter((row) => row.role === null).map((row) => row.id);
   if (others.length) {
+    // Two semi-joins, not one `exists … or exists …`: PostgreSQL cannot turn an `or` of subqueries
+    // into joins and scanned the project's feedback instead (95 ms against 0.2 ms on 300,000 records).
     const list = placeholders(others.length);
     const writers = await sqlRows<{ id: string }>(db,
-      `select p.annotator_user_id as id from annotation_item_progress p
-         join annotation_queues q on q.id = p.queue_id
-        where q.project_id = ? and p.annotator_user_id in (${list})
+      `select u.id from users u
+        where u.id in (${list}) and exists (select 1 from feedback f where f.project_id = ? and f.svc_user_id = u.id)
        union
-       select f.svc_user_id as id from feedback f where f.project_id = ? and f.svc_user_id in (${list})`,
-      [req.project_id, ...others, req.project_id, ...others],
+       select u.id from users u
+        where u.id in (${list}) and exists (select 1 from annotation_queues q join annotation_item_progress p on p.queue_id = q.id
+                                             where q.project_id = ? and p.annotator_user_id = u.id)`,
+      [...others, req.project_id, ...others, req.project_id],
     );
     for (const row of writers) related.add(row.id);
   }
