@@ -11,8 +11,12 @@ export type ClientOptions = {
   url: string;
   /** An API key; sent as Basic credentials with username `api`. */
   apiKey?: string;
-  /** Combine concurrent calls into one HTTP request (default true). */
-  batch?: boolean;
+  /**
+   * Combine concurrent calls into one HTTP request (default true); `'queries'` combines queries
+   * only and sends each mutation at once. A batch is sent from a timer, which a browser may run
+   * only after its next frame: a write a person waits on should not wait for that.
+   */
+  batch?: boolean | 'queries';
   fetch?: typeof globalThis.fetch;
 };
 
@@ -32,7 +36,11 @@ export function createClient({ url, apiKey, batch = true, fetch }: ClientOptions
   const base = `${url.replace(/\/$/, '')}/trpc`;
   const credentials = (): Record<string, string> => (apiKey ? { authorization: basicCredentials(apiKey) } : {});
   const send = fetch ?? globalThis.fetch;
-  const calls = (batch ? httpBatchLink : httpLink)({ url: base, headers: credentials, ...(fetch ? { fetch } : {}) });
+  const options = { url: base, headers: credentials, ...(fetch ? { fetch } : {}) };
+  const calls =
+    batch === 'queries'
+      ? splitLink({ condition: (op) => op.type === 'mutation', true: httpLink(options), false: httpBatchLink(options) })
+      : (batch ? httpBatchLink : httpLink)(options);
   const subscriptions = httpSubscriptionLink({
     url: base,
     EventSource,

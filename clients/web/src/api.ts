@@ -15,9 +15,13 @@ export type Model = RouterOutputs['models']['list']['data'][number];
  */
 const fetchOwnCredentials: typeof fetch = (input, init) => fetch(input, { ...init, credentials: 'omit' });
 
-/** A client of this page's own origin, with the caller's key when signed in. */
+/**
+ * A client of this page's own origin, with the caller's key when signed in. Queries are batched;
+ * writes go out at once: Chromium runs the batch's timer only after the frame that follows a key
+ * press, which held Submit and next's first write back by about a frame (16 ms).
+ */
 export function apiClient(apiKey?: string): LoupeClient {
-  return createClient({ url: window.location.origin, fetch: fetchOwnCredentials, ...(apiKey ? { apiKey } : {}) });
+  return createClient({ url: window.location.origin, fetch: fetchOwnCredentials, batch: 'queries', ...(apiKey ? { apiKey } : {}) });
 }
 
 /** The HTTP status of a failed call (0 when the server was not reached). */

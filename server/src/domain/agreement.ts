@@ -34,30 +34,40 @@ export async function queueAgreement(db: SqlScope, user: AuthUser, req: Annotati
 
   // Item order: the order items were added (the items query's default order).
   const items = await sqlRows<ItemRow>(db, 'select id, call_id from annotation_queue_items where queue_id = ? and deleted_at is null order by created_at, id', [queue.id]);
-  const itemOfCall = new Map(items.map((item) => [item.call_id, item]));
+  const itemOfCall = new Map(items.map((item, index) => [item.call_id, index]));
 
   const agreement: Agreement[] = [];
   for (const ref of refs) {
     const spec = await specOf(db, req.project_id, ref);
     const level = req.levels?.[ref] ?? levelOf(spec.field_schema);
-    // Item → annotator → the record whose value counts.
-    const latestOf = new Map<ItemRow, Record<string, ValueRow>>();
+    // Per item (by its index), per annotator (by the order they were met), the record whose value
+    // counts: arrays rather than objects keyed by user id, which are slow to build and to walk.
+    const annotators: string[] = [];
+    const annotatorIndex = new Map<string, number>();
+    const latestOf: (ValueRow | undefined)[][] = [];
     for (const row of await annotationValues(db, req.project_id, queue.id, spec.name, ref)) {
-      const item = (row[1] === null ? undefined : itemOfCall.get(row[1])) ?? (row[2] === null ? undefined : itemOfCall.get(row[2]));
-      if (!item) continue;
-      let latest = latestOf.get(item);
-      if (!latest) latestOf.set(item, (latest = Object.create(null) as Record<string, ValueRow>));
-      const held = latest[row[0]];
-      if (!held || isLater(row, held)) latest[row[0]] = row;
+      const at = (row[1] === null ? undefined : itemOfCall.get(row[1])) ?? (row[2] === null ? undefined : itemOfCall.get(row[2]));
+      if (at === undefined) continue;
+      let annotator = annotatorIndex.get(row[0]);
+      if (annotator === undefined) {
+        annotatorIndex.set(row[0], (annotator = annotators.length));
+        annotators.push(row[0]);
+      }
+      const latest = (latestOf[at] ??= []);
+      const held = latest[annotator];
+      if (!held || isLater(row, held)) latest[annotator] = row;
     }
     // Items without values change nothing; the rest go in item order.
     const rated: RatedItem[] = [];
-    for (const item of items) {
-      const latest = latestOf.get(item);
+    for (let at = 0; at < items.length; at++) {
+      const latest = latestOf[at];
       if (!latest) continue;
       const values: Record<string, unknown> = Object.create(null);
-      for (const annotator in latest) values[annotator] = latest[annotator]![5];
-      rated.push({ item_id: item.id, call_id: item.call_id, values });
+      for (let annotator = 0; annotator < latest.length; annotator++) {
+        const row = latest[annotator];
+        if (row) values[annotators[annotator]!] = row[5];
+      }
+      rated.push({ item_id: items[at]!.id, call_id: items[at]!.call_id, values });
     }
     const statistics = agreementStatistics(rated, level);
     // The values came from stored JSON payloads: they are JSON values.
@@ -74,9 +84,8 @@ export async function queueAgreement(db: SqlScope, user: AuthUser, req: Annotati
  * later) are few, and keeping only the latest in SQL costs more than reading them: a window over
  * (annotator, refs, newest first) made PostgreSQL sort every record (its planner rightly prefers
  * reading the queue's records in table order to an index scan of half the table), doubling the
- * query's CPU; on SQLite the grouping on feedback_queue_idx cost half as much again as the reading.
- * Both read the queue's records by feedback_queue_idx's (queue_id, annotation_ref) prefix when they
- * are a small part of the table.
+ * query's CPU; on SQLite the grouping cost half as much again as the reading. Both find the
+ * records by feedback_queue_idx (queue_id, annotation_ref) when they are a small part of the table.
  *
  * SQLite returns them as one JSON array of arrays built by the database: one JSON.parse costs much
  * less than tens of thousands of driver rows (node:sqlite makes each an object in dictionary mode).

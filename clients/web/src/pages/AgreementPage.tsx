@@ -5,7 +5,7 @@ import { agreementQuery, type Levels } from '../agreement/agreement-queries.ts';
 import { THRESHOLDS_SOURCE } from '../agreement/reading.ts';
 import { SpecAgreement } from '../agreement/SpecAgreement.tsx';
 import { queueQuery, rubricQuery } from '../annotate/annotate-queries.ts';
-import { ItemDialog, type OpenedItem } from '../queue/ItemDialog.tsx';
+import { ItemDialog } from '../queue/ItemDialog.tsx';
 import { Link } from '../router.tsx';
 import { pathOf } from '../routes.ts';
 import type { QueuePageProps } from './page-props.ts';
@@ -26,7 +26,7 @@ export function AgreementPage({ client, session, projectId, queueId }: QueuePage
   const agreement = useQuery({ ...agreementQuery(client, session, projectId, queueId, levels), placeholderData: keepPreviousData });
   const specs = useQuery({ ...rubricQuery(client, session, projectId, queue.data?.scorer_refs ?? []), enabled: queue.isSuccess });
   const specsOfValues = useMemo(() => (specs.data ?? []).map(({ ref, name }) => ({ ref, name })), [specs.data]);
-  const [opened, setOpened] = useState<OpenedItem | null>(null);
+  const [opened, setOpened] = useState<string | null>(null);
 
   if (queue.isPending) return <p>Loading…</p>;
   if (queue.isError) return <p className="error" role="alert">{messageOf(queue.error)}</p>;
@@ -71,13 +71,13 @@ export function AgreementPage({ client, session, projectId, queueId }: QueuePage
             meId={meId}
             busy={agreement.isPlaceholderData}
             onLevel={(level) => setLevels((current) => ({ ...current, [spec.scorer_ref]: level }))}
-            onOpen={(disagreement) => setOpened({ callId: disagreement.call_id, opName: null, displayFields: [] })}
+            onOpen={(disagreement) => setOpened(disagreement.call_id)}
           />
         ))
       ) : (
         <p>This queue has no scorer specs, so there is nothing to agree on.</p>
       )}
-      <ItemDialog client={client} session={session} projectId={projectId} queueId={queueId} specs={specsOfValues} meId={meId} item={opened} onClose={() => setOpened(null)} />
+      <ItemDialog client={client} session={session} projectId={projectId} queueId={queueId} specs={specsOfValues} meId={meId} callId={opened} onClose={() => setOpened(null)} />
     </div>
   );
 }

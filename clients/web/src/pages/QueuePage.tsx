@@ -2,9 +2,9 @@ import { useQuery } from '@tanstack/react-query';
 import { useMemo, useState } from 'react';
 import { canWrite, roleIn } from '../access.ts';
 import { messageOf, meQuery } from '../api.ts';
-import { queueQuery, queueStatsQuery, rubricQuery, type QueueItem } from '../annotate/annotate-queries.ts';
+import { queueQuery, queueStatsQuery, rubricQuery } from '../annotate/annotate-queries.ts';
 import { useQueueEvents } from '../live/useQueueEvents.ts';
-import { ItemDialog, type OpenedItem } from '../queue/ItemDialog.tsx';
+import { ItemDialog } from '../queue/ItemDialog.tsx';
 import { ItemsList } from '../queue/ItemsList.tsx';
 import { QueueProgress } from '../queue/QueueProgress.tsx';
 import { queueItemsKey } from '../queue/queue-queries.ts';
@@ -25,7 +25,7 @@ export function QueuePage({ client, session, projectId, queueId }: QueuePageProp
   const stats = useQuery(queueStatsQuery(client, session, projectId, queueId));
   const specs = useQuery({ ...rubricQuery(client, session, projectId, queue.data?.scorer_refs ?? []), enabled: queue.isSuccess });
   const specsOfValues = useMemo(() => (specs.data ?? []).map(({ ref, name }) => ({ ref, name })), [specs.data]);
-  const [opened, setOpened] = useState<OpenedItem | null>(null);
+  const [opened, setOpened] = useState<string | null>(null);
 
   // Any change of the queue renews the counts, the items and their values (the queue itself is
   // renewed too: its name or rubric may have changed).
@@ -41,7 +41,6 @@ export function QueuePage({ client, session, projectId, queueId }: QueuePageProp
 
   const queueData = queue.data;
   const meId = me.data?.user_id;
-  const open = (item: QueueItem) => setOpened({ callId: item.call_id, opName: item.call_op_name, displayFields: item.display_fields });
   return (
     <div className="queue-page">
       <nav aria-label="Breadcrumb" className="crumbs">
@@ -71,8 +70,8 @@ export function QueuePage({ client, session, projectId, queueId }: QueuePageProp
         <p className="error" role="alert">{messageOf(stats.error)}</p>
       ) : null}
       <QueueSettings queue={queueData} specs={specs.data ?? []} />
-      <ItemsList client={client} session={session} projectId={projectId} queueId={queueId} specs={specsOfValues} stats={stats.data} meId={meId} onOpen={open} />
-      <ItemDialog client={client} session={session} projectId={projectId} queueId={queueId} specs={specsOfValues} meId={meId} item={opened} onClose={() => setOpened(null)} />
+      <ItemsList client={client} session={session} projectId={projectId} queueId={queueId} specs={specsOfValues} stats={stats.data} meId={meId} onOpen={(item) => setOpened(item.call_id)} />
+      <ItemDialog client={client} session={session} projectId={projectId} queueId={queueId} specs={specsOfValues} meId={meId} callId={opened} onClose={() => setOpened(null)} />
     </div>
   );
 }

@@ -6,12 +6,9 @@ import { callQuery } from '../annotate/annotate-queries.ts';
 import { CallView } from '../annotate/CallView.tsx';
 import { valuesByCall, type SpecOfValues } from './annotator-values.ts';
 import { ItemValuesTable } from './ItemValuesTable.tsx';
-import { itemFeedbackQuery } from './queue-queries.ts';
+import { itemFeedbackQuery, queueItemOfCallQuery } from './queue-queries.ts';
 import '../annotate/annotate.css';
 import './item-dialog.css';
-
-/** The item a dialog shows: its call, and what to call it while the call loads. */
-export type OpenedItem = { callId: string; opName: string | null; displayFields: string[] };
 
 type Props = {
   client: LoupeClient;
@@ -20,7 +17,8 @@ type Props = {
   queueId: string;
   specs: SpecOfValues[];
   meId: string | undefined;
-  item: OpenedItem | null;
+  /** The call of the item shown; null when the dialog is closed. */
+  callId: string | null;
   onClose: () => void;
 };
 
@@ -28,29 +26,30 @@ type Props = {
  * One item in a modal dialog: every annotator's values side by side, beside the call. Esc or the
  * Close button closes it, and focus goes back to what opened it (the dialog element does that).
  */
-export function ItemDialog({ client, session, projectId, queueId, specs, meId, item, onClose }: Props) {
+export function ItemDialog({ client, session, projectId, queueId, specs, meId, callId: opened, onClose }: Props) {
   const dialog = useRef<HTMLDialogElement>(null);
   const titleId = useId();
   const headingId = useId();
-  const open = item !== null;
+  const open = opened !== null;
   useEffect(() => {
     const element = dialog.current;
     if (!element) return;
     if (open && !element.open) element.showModal();
     if (!open && element.open) element.close();
   }, [open]);
-  const callId = item?.callId ?? '';
+  const callId = opened ?? '';
+  const item = useQuery({ ...queueItemOfCallQuery(client, session, projectId, queueId, callId), enabled: open });
   const call = useQuery({ ...callQuery(client, session, projectId, callId), enabled: open });
   const records = useQuery({ ...itemFeedbackQuery(client, session, projectId, queueId, callId), enabled: open });
   const values = useMemo(() => (records.data ? valuesByCall(projectId, records.data, specs).get(callId) : undefined), [records.data, projectId, specs, callId]);
 
   return (
     <dialog ref={dialog} className="item-dialog" aria-labelledby={titleId} onClose={onClose}>
-      {item ? (
+      {open ? (
         <>
           <div className="item-dialog-head">
             <h2 id={titleId}>
-              Item {item.opName ?? call.data?.op_name ?? ''} <code>{item.callId}</code>
+              Item {item.data?.call_op_name ?? call.data?.op_name ?? ''} <code>{callId}</code>
             </h2>
             <button type="button" className="secondary" onClick={onClose}>
               Close
@@ -67,8 +66,8 @@ export function ItemDialog({ client, session, projectId, queueId, specs, meId, i
               )}
             </section>
             <div className="item-call">
-              {call.isSuccess ? (
-                <CallView call={call.data} displayFields={item.displayFields} headingId={headingId} />
+              {call.isSuccess && !item.isPending ? (
+                <CallView call={call.data} displayFields={item.data?.display_fields ?? []} headingId={headingId} />
               ) : call.isError ? (
                 <p className="error" role="alert">{messageOf(call.error)}</p>
               ) : (

@@ -5,7 +5,7 @@ import { messageOf } from '../api.ts';
 import type { QueueItem, QueueStats } from '../annotate/annotate-queries.ts';
 import { Annotator } from './Annotator.tsx';
 import { ScrollTable } from './ScrollTable.tsx';
-import { valuesByCall, type SpecOfValues } from './annotator-values.ts';
+import { byCodePoint, valuesByCall, type SpecOfValues } from './annotator-values.ts';
 import { queueItemsQuery, type ItemSort, type ItemState } from './queue-queries.ts';
 import { STATE_LABELS, STATES } from './states.ts';
 import { ValueText } from './ValueText.tsx';
@@ -135,7 +135,7 @@ export function ItemsList({ client, session, projectId, queueId, specs, stats, m
                             <td key={spec.ref} data-spec={spec.name}>
                               {byWho?.size ? (
                                 <ul className="cell-values">
-                                  {[...byWho].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([who, value]) => (
+                                  {[...byWho].sort(([a], [b]) => byCodePoint(a, b)).map(([who, value]) => (
                                     <li key={who}>
                                       <Annotator userId={who} meId={meId} />: <ValueText value={value} />
                                     </li>

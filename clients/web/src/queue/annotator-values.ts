@@ -62,5 +62,10 @@ export function annotatorsOf(values: ItemValues | undefined): string[] {
   if (!values) return [];
   const ids = new Set<string>(values.notes.keys());
   for (const byWho of values.bySpec.values()) for (const who of byWho.keys()) ids.add(who);
-  return [...ids].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  return [...ids].sort(byCodePoint);
+}
+
+/** Code-point order of user ids (not locale order), as agreement lists annotators. */
+export function byCodePoint(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }

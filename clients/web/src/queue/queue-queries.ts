@@ -53,6 +53,14 @@ export const queueItemsQuery = (
     getNextPageParam: (page) => page.nextCursor,
   });
 
+/** The queue's item of a call (its display fields), or null when the call is not in the queue. */
+export const queueItemOfCallQuery = (client: LoupeClient, session: number, projectId: string, queueId: string, callId: string) =>
+  queryOptions({
+    queryKey: [...queueItemsKey(session, projectId, queueId), 'item', callId],
+    queryFn: async () =>
+      (await client.annotationQueues.items.query.query({ project_id: projectId, queue_id: queueId, filter: { call_ids: [callId] }, limit: 1 })).items[0] ?? null,
+  });
+
 /**
  * One item's feedback in the queue, for an item opened on its own: the records naming its call in
  * svc_ref or in call_ref (agreement counts both), each once.
