@@ -241,7 +241,7 @@ describeInBrowser('project page in Chromium', () => {
         expect(queues[0]).toMatchObject({ id: queueId, name: 'Triage 2', description: 'First pass over the chats', scorer_refs: [], annotations_per_item: 1, lease_seconds: 300 });
         // An update sends only what the form changed: another editor's change to the rest stays.
         expect(updates).toHaveLength(2);
-        expect(JSON.parse(updates[1]!)).toEqual({ 0: { project_id: projectId, queue_id: queueId, name: 'Triage 2', scorer_refs: [], annotations_per_item: 1, lease_seconds: 300 } });
+        expect(JSON.parse(updates[1]!)).toEqual({ project_id: projectId, queue_id: queueId, name: 'Triage 2', scorer_refs: [], annotations_per_item: 1, lease_seconds: 300 });
 
         // Deleting asks first; keeping it changes nothing.
         await queueCard(page, 'Triage 2').getByRole('button', { name: 'Delete Triage 2' }).click();
