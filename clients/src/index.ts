@@ -20,6 +20,9 @@ export type ClientOptions = {
   fetch?: typeof globalThis.fetch;
 };
 
+/** The most procedures the server takes in one request (its MAX_TRPC_BATCH); larger batches are split. */
+const MAX_BATCH = 10;
+
 /** Basic credentials with username `api`, written with what browsers and Node both have. */
 function basicCredentials(apiKey: string): string {
   const bytes = new TextEncoder().encode(`api:${apiKey}`);
@@ -39,8 +42,10 @@ export function createClient({ url, apiKey, batch = true, fetch }: ClientOptions
   const options = { url: base, headers: credentials, ...(fetch ? { fetch } : {}) };
   const calls =
     batch === 'queries'
-      ? splitLink({ condition: (op) => op.type === 'mutation', true: httpLink(options), false: httpBatchLink(options) })
-      : (batch ? httpBatchLink : httpLink)(options);
+      ? splitLink({ condition: (op) => op.type === 'mutation', true: httpLink(options), false: httpBatchLink({ ...options, maxItems: MAX_BATCH }) })
+      : batch
+        ? httpBatchLink({ ...options, maxItems: MAX_BATCH })
+        : httpLink(options);
   const subscriptions = httpSubscriptionLink({
     url: base,
     EventSource,

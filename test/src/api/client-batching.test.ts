@@ -51,4 +51,12 @@ describeEachBackend('typed client batching', (backend) => {
     const single = createClient({ url: server.url, apiKey: alice.api_key, batch: false });
     await expectRequests(() => Promise.all([single.me.read.query({}), single.projects.query.query({})]), ['/trpc/me.read', '/trpc/projects.query']);
   });
+
+  it('splits a batch larger than the server takes (10 procedures) into requests it answers', async () => {
+    const client = createClient({ url: server.url, apiKey: alice.api_key, batch: 'queries' });
+    const names = (n: number) => Array.from({ length: n }, () => 'me.read').join(',');
+    let answers: unknown[] = [];
+    await expectRequests(async () => (answers = await Promise.all(Array.from({ length: 12 }, () => client.me.read.query({})))), [`/trpc/${names(10)}`, `/trpc/${names(2)}`].sort());
+    expect(answers).toHaveLength(12);
+  });
 });

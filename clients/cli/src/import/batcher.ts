@@ -53,10 +53,13 @@ export class Batcher {
     this.options = options;
   }
 
-  /** Adds a record; waits while as many batches as allowed are in flight (bounded memory). */
-  async add(entry: Entry): Promise<void> {
+  /**
+   * Adds a record; answers whether a batch is full, to be sent with `flush` (which waits while as
+   * many batches as allowed are in flight, so memory stays bounded) before the next is added.
+   */
+  add(entry: Entry): boolean {
     this.pending.push(entry);
-    if (this.pending.length >= this.options.batchSize) await this.flush();
+    return this.pending.length >= this.options.batchSize;
   }
 
   /** Sends what is pending as one batch, once a slot is free. */

@@ -83,27 +83,29 @@ export async function runImport(options: ImportOptions): Promise<ImportSummary> 
   let records = 0;
   let bytesRead = 0;
   // The share stored: records stored over the records the whole file holds, estimated from the
-  // bytes of lines read so far (the reader runs ahead of what is stored, so its position would not do).
+  // bytes read so far (the reader runs ahead of what is stored, so its position would not do).
   const storedShare = () => (source.size && records ? Math.min(1, batcher.stored / ((records * source.size) / bytesRead)) : undefined);
   try {
-    for await (const { number, text } of source.lines) {
-      if (batcher.stopped) break;
-      linesRead = number;
-      bytesRead += Buffer.byteLength(text) + 1;
-      key ??= inputKey(text);
-      if (!text.trim()) continue; // blank lines hold no record
-      const record = parseRecord(text, options, key, number);
-      if (typeof record === 'string') {
-        noteBad({ line: number, reason: record, status: null });
-        if (options.onError === 'stop') {
-          await batcher.flush(); // the lines before it are sent; nothing after
-          batcher.stop();
-          break;
+    reading: for await (const chunk of source.chunks) {
+      bytesRead += chunk.bytes;
+      for (const text of chunk.lines) {
+        if (batcher.stopped) break reading;
+        const number = ++linesRead;
+        key ??= inputKey(text);
+        if (!text.trim()) continue; // blank lines hold no record
+        const record = parseRecord(text, options, key, number);
+        if (typeof record === 'string') {
+          noteBad({ line: number, reason: record, status: null });
+          if (options.onError === 'stop') {
+            await batcher.flush(); // the lines before it are sent; nothing after
+            batcher.stop();
+            break reading;
+          }
+          continue;
         }
-        continue;
+        records++;
+        if (batcher.add({ line: number, record })) await batcher.flush();
       }
-      records++;
-      await batcher.add({ line: number, record });
     }
     await batcher.finish();
   } finally {
