@@ -96,7 +96,7 @@ describeEachBackend('usernames of a project', (backend) => {
     expect(bad.body.reason).toContain('project_id');
   });
 
-  it('takes at most 1,000 ids: one more is a 400 naming user_ids', async () => {
+  it('takes at most 1,000 ids of 1–128 characters that a database can store: anything else is a 400 naming user_ids', async () => {
     const ids = Array.from({ length: 1001 }, (_, i) => `u${i}`);
     const tooMany = await users({ project_id: projectId, user_ids: ids }, viewer.api_key);
     expect(tooMany.status, tooMany.text).toBe(400);
@@ -106,6 +106,10 @@ describeEachBackend('usernames of a project', (backend) => {
     expect(most.body).toEqual({ users: named(lead) });
     const oversized = await users({ project_id: projectId, user_ids: ['x'.repeat(129)] }, viewer.api_key);
     expect(oversized.status).toBe(400);
+    const unstorable = await users({ project_id: projectId, user_ids: [lead.user_id, 'a\u0000b'] }, viewer.api_key);
+    expect(unstorable.status, unstorable.text).toBe(400);
+    expect(unstorable.body.reason).toContain('user_ids');
+    expect((await users({ project_id: projectId, user_ids: 'all' }, viewer.api_key)).status).toBe(400);
   });
 
   it('answers the same on the typed door, with the same refusals', async () => {
