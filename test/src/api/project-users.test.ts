@@ -1,10 +1,14 @@
+import { createClient } from '@loupe/client';
 import { sqlRun } from '@loupe/server';
+import { QueryClient } from '@tanstack/react-query';
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeEachBackend } from '../harness/backends.ts';
 import { batchCreate, freeForm } from '../harness/feedback.ts';
 import { client, createUser, rest, type CreatedKeyForTest } from '../harness/http.ts';
 import { progress, queueWithItems, stats } from '../harness/queues.ts';
 import { startTestServer, type TestServer } from '../harness/server.ts';
+import { userNamesQuery } from '../../../clients/web/src/users/user-names-query.ts';
 
 describeEachBackend('usernames of a project', (backend) => {
   let server: TestServer;
@@ -110,6 +114,14 @@ describeEachBackend('usernames of a project', (backend) => {
     expect(unstorable.status, unstorable.text).toBe(400);
     expect(unstorable.body.reason).toContain('user_ids');
     expect((await users({ project_id: projectId, user_ids: 'all' }, viewer.api_key)).status).toBe(400);
+  });
+
+  it("the web app's query asks for many ids a part at a time, each within the typed door's URL bound", async () => {
+    // 700 UUIDs in one typed-door query would pass the server's 16 KiB header bound (431).
+    const ids = [...Array.from({ length: 700 }, () => randomUUID()), ...annotatorIds].sort();
+    const web = createClient({ url: server.url, apiKey: viewer.api_key, batch: 'queries' });
+    const names = await new QueryClient().fetchQuery(userNamesQuery(web, 1, projectId, ids));
+    expect(new Map(names)).toEqual(new Map([...annotators, formerAnnotator].map((who) => [who.user_id, who.username])));
   });
 
   it('answers the same on the typed door, with the same refusals', async () => {
