@@ -71,6 +71,8 @@ export function createApp(services: Services): { listener: RequestListener; drai
     responseMeta: typedDoorMeta,
     onError,
     maxBodySize: services.config.limits.bodyBytes,
+    // A query with a long input (many ids) comes as a POST: in a URL it would pass the header bound.
+    allowMethodOverride: true,
   });
   // The request id is in scope for the error formatter even when no context was made.
   app.use('/trpc', (req, res, next) => typedDoorRequestId.run(req.id ?? '', () => typedDoor(req, res, next)));
