@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-old-space-size=96 --max-semi-space-size=8
+#!/usr/bin/env -S node --max-old-space-size=96 --max-semi-space-size=4
 // The `loupe` command, with the heap bounds of the root `loupe` script (the CLI streams, so a small
 // heap is plenty and keeps its memory flat). Checks the Node version in plain JavaScript (an old
 // Node gets a clear message), turns on Node's compile cache (it keeps the type-stripped

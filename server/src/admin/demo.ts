@@ -53,7 +53,7 @@ export async function loadDemo(em: Em) {
     field_schema: { type: 'integer', minimum: 1, maximum: 5 },
   });
   const [found] = await queryQueues(em, user, { project_id: DEMO_PROJECT, name: QUEUE_NAME }, { limit: 1, offset: 0, cursor: undefined });
-  const queue = found ?? (await createQueue(em, user, { project_id: DEMO_PROJECT, name: QUEUE_NAME, scorer_refs: [spec.ref] }));
+  const queue = found ?? (await createQueue(em, user, { project_id: DEMO_PROJECT, name: QUEUE_NAME, scorer_refs: [spec.ref] }, notifyOnlyPublisher));
   await addItems(em, user, { project_id: DEMO_PROJECT, queue_id: queue.id, call_ids: calls.map((call) => call.id) }, calls.length, notifyOnlyPublisher);
   await createFeedbackBatch(
     em,

@@ -117,12 +117,14 @@ async function checkScorerRefs(em: Em, projectId: string, refs: readonly string[
   for (const [index, ref] of refs.entries()) await resolveSpecRef(em, projectId, ref, `scorer_refs[${index}]`);
 }
 
-export async function createQueue(em: Em, user: AuthUser, req: AnnotationQueueCreateReq): Promise<{ id: string }> {
+/** Creating a queue is a `queue_updated` of it: streams of its project learn that it appeared. */
+export async function createQueue(em: Em, user: AuthUser, req: AnnotationQueueCreateReq, events: QueueEventPublisher): Promise<{ id: string }> {
   requireProjectAccess(user, req.project_id, 'write');
   const scorerRefs = req.scorer_refs ?? [];
   await checkScorerRefs(em, req.project_id, scorerRefs);
   const now = new Date();
   const id = newId();
+  const event = queueEvent('queue_updated', req.project_id, id);
   await em.transactional(async (tx) => {
     await ensureProject(tx, req.project_id);
     tx.create(AnnotationQueueRecord, {
@@ -138,7 +140,9 @@ export async function createQueue(em: Em, user: AuthUser, req: AnnotationQueueCr
       updatedAt: now,
       deletedAt: null,
     });
+    await events.publish(tx, [event]);
   });
+  events.committed([event]);
   return { id };
 }
 
@@ -172,7 +176,7 @@ export async function updateQueue(em: Em, user: AuthUser, req: AnnotationQueueUp
   if (req.scorer_refs !== undefined) changes.scorerRefs = req.scorer_refs;
   if (req.annotations_per_item !== undefined) changes.annotationsPerItem = req.annotations_per_item;
   if (req.lease_seconds !== undefined) changes.leaseSeconds = req.lease_seconds;
-  const event = queueEvent('queue_updated', row.id);
+  const event = queueEvent('queue_updated', req.project_id, row.id);
   await em.transactional(async (tx) => {
     await tx.nativeUpdate(AnnotationQueueRecord, { id: row.id }, changes);
     await events.publish(tx, [event]);
@@ -192,7 +196,7 @@ export async function deleteQueue(db: SqlScope, user: AuthUser, projectId: strin
     const row = await liveQueue(tx, projectId, queueId);
     const now = new Date();
     await sqlRun(tx, 'update annotation_queues set deleted_at = ?, updated_at = ? where id = ?', [sqlDate(tx, now), sqlDate(tx, now), queueId]);
-    record(queueEvent('queue_updated', queueId));
+    record(queueEvent('queue_updated', projectId, queueId));
     return toQueueDto({ ...row, deletedAt: now, updatedAt: now });
   });
 }

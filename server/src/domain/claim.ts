@@ -99,7 +99,7 @@ async function claimOnce(db: SqlScope, user: AuthUser, projectId: string, queueI
         continue;
       }
       await recordProgress(tx, candidate, user.id, 'in_progress', 'insert', queue.leaseSeconds, now);
-      record(queueEvent('progress', queueId, candidate.id));
+      record(queueEvent('progress', projectId, queueId, candidate.id));
       return toItemDto({ ...candidate, state: 'in_progress', state_annotator_user_id: user.id });
     }
   });

@@ -71,7 +71,7 @@ export async function updateProgress(
     if (decision.action === 'reject') throw invalid(decision.reason);
     if (decision.action === 'none') return toItemDto(item);
     const shown = await recordProgress(tx, item, user.id, req.annotation_state, decision.action, item.lease_seconds);
-    record(queueEvent('progress', req.queue_id, req.item_id));
+    record(queueEvent('progress', req.project_id, req.queue_id, req.item_id));
     if (!shown) return toItemDto(await liveItem(tx, req.project_id, req.queue_id, req.item_id));
     return toItemDto({ ...item, state: req.annotation_state, state_annotator_user_id: user.id });
   });

@@ -146,7 +146,7 @@ export async function addItems(
       for (const row of inserted) added.add(row.call_id);
     }
     // One event for the whole add, without item ids: clients refetch the queue's items anyway.
-    if (added.size) record(queueEvent('items_added', req.queue_id));
+    if (added.size) record(queueEvent('items_added', req.project_id, req.queue_id));
   });
   return {
     added_count: added.size,
@@ -269,7 +269,7 @@ export async function deleteItem(
       queueId,
     ]);
     if (!changed) throw itemNotFound(projectId, queueId, itemId);
-    record(queueEvent('items_deleted', queueId, itemId));
+    record(queueEvent('items_deleted', projectId, queueId, itemId));
     return toItemDto({ ...row, deleted_at: now, updated_at: now });
   });
 }

@@ -4,7 +4,8 @@ import type { QueueEventSubscriber } from './local-fanout.ts';
 
 /**
  * Events waiting for a slow client are bounded: past this many, they collapse into one
- * `queue_updated` (a client refetches on it anyway), so a stalled reader costs a fixed amount.
+ * `queue_updated` per queue (a client refetches on it anyway), so a stalled reader costs a fixed
+ * amount. A project's stream whose queues alone would overflow is renewed instead.
  */
 const MAX_WAITING = 256;
 
@@ -12,15 +13,16 @@ const MAX_WAITING = 256;
  * Why a stream ends that its client should open again: it is sent as a 503, which tRPC's client
  * answers by reconnecting (a stream that simply ended would be taken as finished for good).
  */
-export type Renewal = 'shutdown' | 'expired';
+export type Renewal = 'shutdown' | 'expired' | 'missed';
 
 const RENEWAL_REASONS: Record<Renewal, string> = {
   shutdown: 'This server process is shutting down; reconnect.',
   expired: 'Event streams are renewed periodically, so that credentials are checked again; reconnect.',
+  missed: 'Events of this stream may have been missed; reconnect and read again what is shown.',
 };
 
 /**
- * One subscriber's events as an async iterable (what a tRPC subscription returns). `onEnd` runs
+ * One subscriber's events (of a queue or of a project) as an async iterable (what a tRPC subscription returns). `onEnd` runs
  * once, when the stream ends for any reason: the client went away, the server is shutting down,
  * the stream reached its longest life, or the iteration stopped.
  */
@@ -37,10 +39,12 @@ export class QueueEventStream implements QueueEventSubscriber, AsyncIterable<Ann
 
   push(event: AnnotationQueueEvent): void {
     if (this.#ended) return;
-    if (this.#waiting.length >= MAX_WAITING) {
-      this.#waiting = [{ type: 'queue_updated', queue_id: event.queue_id, at: event.at }];
-    } else {
-      this.#waiting.push(event);
+    this.#waiting.push(event);
+    if (this.#waiting.length > MAX_WAITING) {
+      const queues = new Set(this.#waiting.map((waiting) => waiting.queue_id));
+      // Too many queues to name each: the client reconnects and reads everything again.
+      this.#waiting = queues.size < MAX_WAITING ? [...queues].map((queueId) => ({ type: 'queue_updated', queue_id: queueId, at: event.at })) : [];
+      if (!this.#waiting.length) this.end('missed');
     }
     this.#wakeUp();
   }

@@ -1,48 +1,57 @@
 import type { AnnotationQueueEvent } from '@loupe/shared';
+import type { Renewal } from './event-stream.ts';
+import type { EventTopic, QueueBusEvent } from './queue-event-bus.ts';
 
-/** One subscriber of a queue's events in this process (an open event stream). */
+/** One subscriber of a queue's or a project's events in this process (an open event stream). */
 export type QueueEventSubscriber = {
   push(event: AnnotationQueueEvent): void;
-  /** Ends the subscriber's stream and tells its client to reconnect (the server is shutting down). */
-  end(renewal: 'shutdown'): void;
+  /** Ends the subscriber's stream and tells its client to reconnect. */
+  end(renewal: Renewal): void;
 };
 
 /**
- * This process's subscribers, by queue id. Holds nothing but the open streams: events pass through
- * and are gone, so no answer ever depends on what a process remembers.
+ * This process's subscribers, by queue id and by project id. Holds nothing but the open streams:
+ * events pass through and are gone, so no answer ever depends on what a process remembers. Each
+ * event reaches the subscribers of its queue and those of its project.
  */
 export class LocalFanout {
   readonly #byQueue = new Map<string, Set<QueueEventSubscriber>>();
+  readonly #byProject = new Map<string, Set<QueueEventSubscriber>>();
   #count = 0;
 
   /** Adds a subscriber; the function it returns removes it (once, however often it is called). */
-  subscribe(queueId: string, subscriber: QueueEventSubscriber): () => void {
-    let set = this.#byQueue.get(queueId);
-    if (!set) this.#byQueue.set(queueId, (set = new Set()));
+  subscribe(topic: EventTopic, subscriber: QueueEventSubscriber): () => void {
+    const [map, id] = 'queue_id' in topic ? [this.#byQueue, topic.queue_id] : [this.#byProject, topic.project_id];
+    let set = map.get(id);
+    if (!set) map.set(id, (set = new Set()));
     set.add(subscriber);
     this.#count++;
     return () => {
-      const current = this.#byQueue.get(queueId);
+      const current = map.get(id);
       if (!current?.delete(subscriber)) return;
       this.#count--;
-      if (!current.size) this.#byQueue.delete(queueId);
+      if (!current.size) map.delete(id);
     };
   }
 
-  deliver(event: AnnotationQueueEvent): void {
+  deliver({ project_id: projectId, ...event }: QueueBusEvent): void {
     for (const subscriber of this.#byQueue.get(event.queue_id) ?? []) subscriber.push(event);
+    for (const subscriber of this.#byProject.get(projectId) ?? []) subscriber.push(event);
   }
 
   /**
-   * Tells every subscriber that its queue may have changed unseen (events were lost while the
-   * database connection that receives them was down): a `queue_updated` makes clients refetch.
+   * Tells every subscriber that what it shows may have changed unseen (events were lost while the
+   * database connection that receives them was down). A queue's subscribers get a `queue_updated`,
+   * which makes clients refetch; a project's are renewed, since which of its queues changed is
+   * unknown here, and a client refetches everything when it reconnects.
    */
   deliverMissed(at: Date): void {
-    for (const queueId of this.#byQueue.keys()) this.deliver({ type: 'queue_updated', queue_id: queueId, at: at.toISOString() });
+    for (const [queueId, set] of this.#byQueue) for (const subscriber of set) subscriber.push({ type: 'queue_updated', queue_id: queueId, at: at.toISOString() });
+    for (const set of this.#byProject.values()) for (const subscriber of [...set]) subscriber.end('missed');
   }
 
   endAll(): void {
-    for (const set of this.#byQueue.values()) for (const subscriber of set) subscriber.end('shutdown');
+    for (const map of [this.#byQueue, this.#byProject]) for (const set of map.values()) for (const subscriber of [...set]) subscriber.end('shutdown');
   }
 
   /** Open subscriptions in this process. */

@@ -1,6 +1,5 @@
-import type { AnnotationQueueEvent } from '@loupe/shared';
 import { LocalFanout } from './local-fanout.ts';
-import type { QueueEventBus } from './queue-event-bus.ts';
+import type { QueueBusEvent, QueueEventBus } from './queue-event-bus.ts';
 
 /**
  * The bus on SQLite: one server process owns the database file (db/sqlite-server-lock.ts), so
@@ -10,11 +9,11 @@ export function memoryQueueEvents(): QueueEventBus {
   const fanout = new LocalFanout();
   return {
     publish: async () => {},
-    committed(events: readonly AnnotationQueueEvent[]) {
+    committed(events: readonly QueueBusEvent[]) {
       // Outside the writer's own call: nothing a subscriber does can reach the write.
       if (events.length) queueMicrotask(() => events.forEach((event) => fanout.deliver(event)));
     },
-    subscribe: (queueId, subscriber) => fanout.subscribe(queueId, subscriber),
+    subscribe: (topic, subscriber) => fanout.subscribe(topic, subscriber),
     ready: async () => {},
     get subscriberCount() {
       return fanout.size;

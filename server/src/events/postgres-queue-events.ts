@@ -1,10 +1,9 @@
-import { AnnotationQueueEvent } from '@loupe/shared';
 import pg from 'pg';
 import { onPostgres, sqlRows, type SqlScope } from '../db/sql.ts';
 import { secretMasker } from '../db/database-url.ts';
 import type { Logger } from '../log.ts';
 import { LocalFanout } from './local-fanout.ts';
-import { QUEUE_EVENTS_CHANNEL, type QueueEventBus, type QueueEventPublisher } from './queue-event-bus.ts';
+import { QUEUE_EVENTS_CHANNEL, QueueBusEvent, type EventTopic, type QueueEventBus, type QueueEventPublisher } from './queue-event-bus.ts';
 
 const RECONNECT_FIRST_MS = 100;
 const RECONNECT_MAX_MS = 5_000;
@@ -19,10 +18,12 @@ export const LISTEN_PROBE_MS = 10_000;
  * The bus on PostgreSQL, where several server processes may share the database. A write sends
  * `pg_notify` in its own transaction, so the database delivers the event only if the write
  * commits, to every process that listens. Each process holds one connection of its own (outside
- * the pool) that LISTENs on the channel and hands what arrives to its subscribers.
+ * the pool) that LISTENs on the channel and hands what arrives to its subscribers: one
+ * notification per event, for the streams of its queue and those of its project alike.
  *
  * When that connection is lost it is opened again (100 ms, doubling up to 5 s), and every open
- * subscription then gets a `queue_updated`: events sent meanwhile were missed, and clients refetch.
+ * subscription is then told that events sent meanwhile were missed (LocalFanout.deliverMissed),
+ * so that clients refetch.
  */
 class PostgresQueueEvents implements QueueEventBus {
   readonly #fanout = new LocalFanout();
@@ -49,7 +50,7 @@ class PostgresQueueEvents implements QueueEventBus {
     void this.#connect();
   }
 
-  publish(tx: SqlScope, events: readonly AnnotationQueueEvent[]): Promise<void> {
+  publish(tx: SqlScope, events: readonly QueueBusEvent[]): Promise<void> {
     return notifyQueueEvents(tx, events);
   }
 
@@ -57,8 +58,8 @@ class PostgresQueueEvents implements QueueEventBus {
     // The database delivers (to this process too, through its LISTEN connection).
   }
 
-  subscribe(queueId: string, subscriber: Parameters<QueueEventBus['subscribe']>[1]): () => void {
-    return this.#fanout.subscribe(queueId, subscriber);
+  subscribe(topic: EventTopic, subscriber: Parameters<QueueEventBus['subscribe']>[1]): () => void {
+    return this.#fanout.subscribe(topic, subscriber);
   }
 
   ready(): Promise<void> {
@@ -129,9 +130,9 @@ class PostgresQueueEvents implements QueueEventBus {
   }
 
   #received(payload: string): void {
-    let event: AnnotationQueueEvent;
+    let event: QueueBusEvent;
     try {
-      event = AnnotationQueueEvent.parse(JSON.parse(payload));
+      event = QueueBusEvent.parse(JSON.parse(payload));
     } catch {
       this.#log.warn('queue events: a notification that is not a queue event was ignored');
       return;
@@ -158,7 +159,7 @@ class PostgresQueueEvents implements QueueEventBus {
 }
 
 /** NOTIFY in the transaction: PostgreSQL delivers the events to every listener if the transaction commits. */
-async function notifyQueueEvents(tx: SqlScope, events: readonly AnnotationQueueEvent[]): Promise<void> {
+async function notifyQueueEvents(tx: SqlScope, events: readonly QueueBusEvent[]): Promise<void> {
   for (const event of events) await sqlRows(tx, 'select pg_notify(?, ?)', [QUEUE_EVENTS_CHANNEL, JSON.stringify(event)]);
 }
 

@@ -1,6 +1,5 @@
-import type { AnnotationQueueEvent } from '@loupe/shared';
 import { sqlTransaction, type SqlScope } from '../db/sql.ts';
-import type { QueueEventPublisher } from './queue-event-bus.ts';
+import type { QueueBusEvent, QueueEventPublisher } from './queue-event-bus.ts';
 
 /**
  * `sqlTransaction` for a write that changes queues: the events `work` records are published
@@ -10,9 +9,9 @@ import type { QueueEventPublisher } from './queue-event-bus.ts';
 export async function publishingTransaction<T>(
   db: SqlScope,
   events: QueueEventPublisher,
-  work: (tx: SqlScope, record: (event: AnnotationQueueEvent) => void) => Promise<T>,
+  work: (tx: SqlScope, record: (event: QueueBusEvent) => void) => Promise<T>,
 ): Promise<T> {
-  const recorded: AnnotationQueueEvent[] = [];
+  const recorded: QueueBusEvent[] = [];
   const result = await sqlTransaction(db, async (tx) => {
     const value = await work(tx, (event) => recorded.push(event));
     if (recorded.length) await events.publish(tx, recorded);

@@ -89,7 +89,8 @@ function percentile(values: number[], p: number): number {
 
 const round1 = (ms: number) => Math.round(ms * 10) / 10;
 
-type FirstLoad = { page: string; scripts: { url: string; encoding: string; transferred: number; decoded: number }[]; transferred: number; decoded: number };
+type Script = { url: string; encoding: string; vary: string; cache_control: string; transferred: number; decoded: number };
+type FirstLoad = { page: string; document_cache_control: string; scripts: Script[]; transferred: number; decoded: number };
 
 /** The JavaScript one first visit transfers, in a fresh context (a cold cache). */
 async function firstLoad(browser: Browser, url: string, what: string, apiKey: string | null, shown: (page: Page) => Promise<unknown>): Promise<FirstLoad> {
@@ -103,16 +104,24 @@ async function firstLoad(browser: Browser, url: string, what: string, apiKey: st
       responses.push(
         (async () => {
           const [sizes, body] = await Promise.all([response.request().sizes(), response.body()]);
-          return { url: new URL(response.url()).pathname, encoding: response.headers()['content-encoding'] ?? 'identity', transferred: sizes.responseBodySize, decoded: body.length };
+          const headers = response.headers();
+          return {
+            url: new URL(response.url()).pathname,
+            encoding: headers['content-encoding'] ?? 'identity',
+            vary: headers.vary ?? '',
+            cache_control: headers['cache-control'] ?? '',
+            transferred: sizes.responseBodySize,
+            decoded: body.length,
+          };
         })(),
       );
     });
-    await page.goto(url);
+    const answer = await page.goto(url);
     await shown(page);
     // Lazily loaded chunks are asked for as the page renders: give them time to arrive.
     await sleep(1000);
     const scripts = await Promise.all(responses);
-    return { page: what, scripts, transferred: scripts.reduce((sum, s) => sum + s.transferred, 0), decoded: scripts.reduce((sum, s) => sum + s.decoded, 0) };
+    return { page: what, document_cache_control: answer?.headers()['cache-control'] ?? '', scripts, transferred: scripts.reduce((sum, s) => sum + s.transferred, 0), decoded: scripts.reduce((sum, s) => sum + s.decoded, 0) };
   } finally {
     await context.close();
   }
@@ -286,6 +295,11 @@ export async function webBenchmark(_settings: Settings, workDir: string): Promis
   const appLoad = Math.max(...loads.filter((load) => load.page.startsWith('/app/')).map((load) => load.transferred));
   const uncompressed = loads.flatMap((load) => load.scripts).filter((s) => s.encoding === 'identity' && s.decoded > 1024);
   if (uncompressed.length) problems.push(`scripts sent uncompressed: ${uncompressed.map((s) => s.url).join(', ')}`);
+  // Compressed variants must say so to caches, and hashed files are cached for good.
+  const badHeaders = loads.flatMap((load) => load.scripts).filter((s) => !/accept-encoding/i.test(s.vary) || !s.cache_control.includes('immutable'));
+  const cachedDocuments = loads.filter((load) => !load.document_cache_control.includes('no-cache'));
+  if (cachedDocuments.length) problems.push(`index.html may be cached without revalidation: ${cachedDocuments.map((load) => `${load.page} (${load.document_cache_control})`).join(', ')}`);
+  if (badHeaders.length) problems.push(`scripts without Vary: Accept-Encoding or an immutable Cache-Control: ${badHeaders.map((s) => `${s.url} (${s.vary}; ${s.cache_control})`).join(', ')}`);
   const checks = [
     { what: `SQLite submit → next item p95 ${sqlite.p95_ms} ms ≤ ${TARGET_P95_MS} ms`, ok: sqlite.p95_ms <= TARGET_P95_MS },
     { what: `first load of /app/ transfers ${appLoad} bytes of JavaScript ≤ ${TARGET_FIRST_LOAD_BYTES}`, ok: appLoad <= TARGET_FIRST_LOAD_BYTES },

@@ -2,7 +2,7 @@ import type { LoupeClient } from '@loupe/client';
 import type { AnnotationQueueEvent } from '@loupe/shared';
 import { TRPCClientError } from '@trpc/client';
 
-/** A subscription to one queue's live events through the typed client, recording what it gets. */
+/** A subscription to live events through the typed client, recording what it gets. */
 export type EventRecorder = {
   events: AnnotationQueueEvent[];
   /** The error that ended the subscription, if one did. */
@@ -16,7 +16,11 @@ export type EventRecorder = {
   stop(): void;
 };
 
-export function recordEvents(client: LoupeClient, input: { project_id: string; queue_id: string }, onEachStart?: () => void): EventRecorder {
+/**
+ * Records the events of one queue (annotationQueues.events) when `input` names a queue, else of
+ * every queue of the project (annotationQueues.projectEvents).
+ */
+export function recordEvents(client: LoupeClient, input: { project_id: string; queue_id?: string }, onEachStart?: () => void): EventRecorder {
   const events: AnnotationQueueEvent[] = [];
   let failed: TRPCClientError<any> | undefined;
   let onStarted!: () => void;
@@ -26,17 +30,22 @@ export function recordEvents(client: LoupeClient, input: { project_id: string; q
     onFailed = reject;
   });
   started.catch(() => undefined);
-  const subscription = client.annotationQueues.events.subscribe(input, {
+  const handlers = {
     onStarted: () => {
       onEachStart?.();
       onStarted();
     },
-    onData: (event) => void events.push(event),
-    onError: (error) => {
+    onData: (event: AnnotationQueueEvent) => void events.push(event),
+    onError: (error: unknown) => {
       failed = error instanceof TRPCClientError ? error : new TRPCClientError(String(error));
       onFailed(failed);
     },
-  });
+  };
+  const { queue_id: queueId, project_id: projectId } = input;
+  const subscription =
+    queueId === undefined
+      ? client.annotationQueues.projectEvents.subscribe({ project_id: projectId }, handlers)
+      : client.annotationQueues.events.subscribe({ project_id: projectId, queue_id: queueId }, handlers);
   const poll = async <T>(find: () => T | undefined, ms: number, what: string): Promise<T> => {
     const deadline = Date.now() + ms;
     for (;;) {

@@ -39,9 +39,10 @@ describeInBrowser('project page in Chromium', () => {
     });
     afterAll(() => server?.stop());
 
-    /** A page signed in with `key`, at `path` under /app/. */
-    async function open(key: string, path: string): Promise<{ page: Page; close: () => Promise<void> }> {
+    /** A page signed in with `key`, at `path` under /app/; `watch` sees the page before it loads. */
+    async function open(key: string, path: string, watch?: (page: Page) => void): Promise<{ page: Page; close: () => Promise<void> }> {
       const opened = await openPage(browser);
+      watch?.(opened.page);
       troubles.push(opened.trouble);
       opened.page.on('dialog', (dialog) => {
         dialogs.push(dialog.message());
@@ -240,7 +241,7 @@ describeInBrowser('project page in Chromium', () => {
         expect(queues[0]).toMatchObject({ id: queueId, name: 'Triage 2', description: 'First pass over the chats', scorer_refs: [], annotations_per_item: 1, lease_seconds: 300 });
         // An update sends only what the form changed: another editor's change to the rest stays.
         expect(updates).toHaveLength(2);
-        expect(JSON.parse(updates[1]!)).toEqual({ 0: { project_id: projectId, queue_id: queueId, name: 'Triage 2', scorer_refs: [], annotations_per_item: 1, lease_seconds: 300 } });
+        expect(JSON.parse(updates[1]!)).toEqual({ project_id: projectId, queue_id: queueId, name: 'Triage 2', scorer_refs: [], annotations_per_item: 1, lease_seconds: 300 });
 
         // Deleting asks first; keeping it changes nothing.
         await queueCard(page, 'Triage 2').getByRole('button', { name: 'Delete Triage 2' }).click();
@@ -264,17 +265,31 @@ describeInBrowser('project page in Chromium', () => {
       }
     });
 
-    it("follows other annotators' progress on each queue within 2 s, without a reload", async () => {
+    it("follows other annotators' progress on every queue of a project with 12 within 2 s, on one event stream", async () => {
       const projectId = `acme/${uniqueId('live').replace(/-/g, '')}`;
+      // Newest first on the page: the queue created first is the 12th card.
       const { queueId } = await queueWithItems(server, alice.api_key, projectId, 3, { name: 'Live one' });
       await queueWithItems(server, alice.api_key, projectId, 2, { name: 'Quiet one' });
-      const { page, close } = await open(alice.api_key, `p/${projectId}`);
+      const quiet: string[] = [];
+      for (let i = 2; i <= 11; i++) quiet.push(await createQueue(server, alice.api_key, projectId, { name: `Quiet ${i}` }));
+      const streams: string[] = [];
+      const { page, close } = await open(alice.api_key, `p/${projectId}`, (watched) =>
+        watched.on('request', (request) => {
+          const path = new URL(request.url()).pathname;
+          if (/^\/trpc\/annotationQueues\.(events|projectEvents)/.test(path)) streams.push(path);
+        }),
+      );
       try {
         const card = queueCard(page, 'Live one');
         const line = card.locator('.progress-line');
         await expect.poll(() => line.innerText(), { timeout: 15_000 }).toMatch(/^0 of 3 items done/);
+        expect(await page.getByRole('article').count()).toBe(12);
+        expect(await page.getByRole('article').nth(11).getAttribute('aria-labelledby')).toBe(`queue-${queueId}-title`);
         await expect.poll(() => card.locator('.progress-summary').getAttribute('data-live'), { timeout: 10_000 }).toBe('live');
         expect(await card.getByRole('progressbar').getAttribute('aria-valuenow')).toBe('0');
+        // Every card is live: no "reload for the latest counts" anywhere.
+        expect(await page.locator('.progress-summary[data-live="live"]').count()).toBe(12);
+        expect(await page.getByText(/not live/).count()).toBe(0);
 
         const claimed = await claim(server, bob.api_key, projectId, queueId);
         expect(claimed.status).toBe(200);
@@ -294,6 +309,16 @@ describeInBrowser('project page in Chromium', () => {
         await line.getByText('1 of 4 items done').waitFor({ timeout: LIVE_MS });
         expect(Date.now() - added).toBeLessThan(LIVE_MS);
         expect(await queueCard(page, 'Quiet one').locator('.progress-line').innerText()).toMatch(/^0 of 2 items done/);
+
+        // Queues someone else creates or deletes appear and vanish.
+        await createQueue(server, bob.api_key, projectId, { name: 'Bob new' });
+        await queueCard(page, 'Bob new').waitFor({ timeout: LIVE_MS });
+        expect((await rest(server, 'DELETE', `/annotation_queues/${quiet[0]}${projectQuery(projectId)}`, { key: bob.api_key })).status).toBe(200);
+        await expect.poll(() => queueCard(page, 'Quiet 2').count(), { timeout: LIVE_MS }).toBe(0);
+        expect(await page.getByRole('article').count()).toBe(12);
+
+        // All of it on one stream of the project, none per queue.
+        expect(streams).toEqual(['/trpc/annotationQueues.projectEvents']);
         await screenshot(page, `${backend}-project-live`);
         expect(await seriousViolations(page)).toEqual([]);
       } finally {

@@ -17,10 +17,13 @@ export const queueQuery = (client: LoupeClient, session: number, projectId: stri
     queryFn: async () => (await client.annotationQueues.read.query({ project_id: projectId, queue_id: queueId })).queue,
   });
 
+/** The key under which the stats of every queue of the project sit (to invalidate them all). */
+export const projectStatsKey = (session: number, projectId: string) => ['session', session, 'queue-stats', projectId] as const;
+
 /** The queue's done/total; live updates invalidate this key. */
 export const queueStatsQuery = (client: LoupeClient, session: number, projectId: string, queueId: string) =>
   queryOptions({
-    queryKey: ['session', session, 'queue-stats', projectId, queueId],
+    queryKey: [...projectStatsKey(session, projectId), queueId],
     queryFn: async () => (await client.annotationQueues.stats.query({ project_id: projectId, queue_ids: [queueId] })).stats[0]!,
   });
 

@@ -1,10 +1,10 @@
 import type { LoupeClient } from '@loupe/client';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useRef, useState } from 'react';
-import { flushSync } from 'react-dom';
-import { queueQuery, queueStatsQuery } from '../annotate/annotate-queries.ts';
+import { projectStatsKey, queueQuery, queueStatsQuery } from '../annotate/annotate-queries.ts';
 import { messageOf, projectsQuery } from '../api.ts';
-import { useQueueEvents } from '../live/useQueueEvents.ts';
+import type { LiveState } from '../live/useEventStream.ts';
+import { useProjectEvents } from '../live/useProjectEvents.ts';
 import { Link } from '../router.tsx';
 import { pathOf } from '../routes.ts';
 import { Modal } from './Modal.tsx';
@@ -14,15 +14,13 @@ import { QueueProgressBar } from './QueueProgressBar.tsx';
 import { ReadOnlyNote, writeControl, type Access } from './ReadOnlyNote.tsx';
 import { refusalOf, type Refusal } from './refusal.ts';
 
-/**
- * Queues followed live at most: each one holds an event stream, and the server limits them per key
- * (20 by default, shared with the key's other tabs). The others show what they last read.
- */
-export const LIVE_QUEUES = 10;
-
 type Editing = { queue: ProjectQueue | null } | null;
 
-/** The project's queues with their progress, and their creation, editing and deletion. */
+/**
+ * The project's queues with their progress, and their creation, editing and deletion. One live
+ * event stream for the whole project keeps every card's counts current, and shows queues that
+ * others create or delete.
+ */
 export function QueueSection({ client, session, projectId, access, onNotice }: { client: LoupeClient; session: number; projectId: string; access: Access; onNotice: (text: string) => void }) {
   const queryClient = useQueryClient();
   const queues = useQuery(projectQueuesQuery(client, session, projectId));
@@ -31,12 +29,22 @@ export function QueueSection({ client, session, projectId, access, onNotice }: {
   const [refusal, setRefusal] = useState<Refusal | null>(null);
   const [deleting, setDeleting] = useState<ProjectQueue | null>(null);
   const [deleteFailure, setDeleteFailure] = useState<string>();
-  // The queue's live events stop before it is deleted: its deletion is an event too, and the stats
-  // it would refetch are gone (404).
-  const [closing, setClosing] = useState<string | null>(null);
   const headingRef = useRef<HTMLHeadingElement>(null);
 
   const queuesKey = projectQueuesQuery(client, session, projectId).queryKey;
+  const live = useProjectEvents(client, projectId, {
+    onQueueChanged: async (queueId, updated) => {
+      // A queue created, edited or deleted: the list first, so that the counts of a queue just
+      // deleted are not read (they are gone: 404).
+      if (updated) await queryClient.invalidateQueries({ queryKey: queuesKey });
+      if (!queryClient.getQueryData(queuesKey)?.some((queue) => queue.id === queueId)) return;
+      await queryClient.invalidateQueries({ queryKey: queueStatsQuery(client, session, projectId, queueId).queryKey });
+    },
+    onReconnect: () => {
+      void queryClient.invalidateQueries({ queryKey: queuesKey });
+      void queryClient.invalidateQueries({ queryKey: projectStatsKey(session, projectId) });
+    },
+  });
   const save = useMutation({
     mutationFn: async ({ queue, fields }: { queue: ProjectQueue | null; fields: QueueFields }) => {
       if (queue) await client.annotationQueues.update.mutate({ project_id: projectId, queue_id: queue.id, ...changedFields(queue, fields) });
@@ -67,15 +75,8 @@ export function QueueSection({ client, session, projectId, access, onNotice }: {
         queryClient.invalidateQueries({ queryKey: projectsQuery(client, session).queryKey }),
       ]);
     },
-    onError: (error) => {
-      setClosing(null);
-      setDeleteFailure(messageOf(error));
-    },
+    onError: (error) => setDeleteFailure(messageOf(error)),
   });
-  const confirmDelete = (queue: ProjectQueue) => {
-    flushSync(() => setClosing(queue.id));
-    remove.mutate(queue);
-  };
 
   const openForm = (queue: ProjectQueue | null) => {
     setRefusal(null);
@@ -109,7 +110,7 @@ export function QueueSection({ client, session, projectId, access, onNotice }: {
       ) : queues.data.length ? (
         <>
           <ul className="queue-list">
-            {queues.data.map((queue, index) => (
+            {queues.data.map((queue) => (
               <QueueCard
                 key={queue.id}
                 client={client}
@@ -117,7 +118,7 @@ export function QueueSection({ client, session, projectId, access, onNotice }: {
                 projectId={projectId}
                 queue={queue}
                 specs={specList}
-                live={index < LIVE_QUEUES && queue.id !== closing}
+                live={live}
                 access={access}
                 onEdit={() => openForm(queue)}
                 onDelete={() => askDelete(queue)}
@@ -157,7 +158,7 @@ export function QueueSection({ client, session, projectId, access, onNotice }: {
           </p>
         ) : null}
         <div className="actions">
-          <button type="button" className="danger" onClick={() => deleting && confirmDelete(deleting)} disabled={remove.isPending}>
+          <button type="button" className="danger" onClick={() => deleting && remove.mutate(deleting)} disabled={remove.isPending}>
             Delete queue
           </button>
           {/* Focus starts on the harmless choice. */}
@@ -186,15 +187,14 @@ function QueueCard({
   projectId: string;
   queue: ProjectQueue;
   specs: ProjectSpec[];
-  live: boolean;
+  live: LiveState;
   access: Access;
   onEdit: () => void;
   onDelete: () => void;
 }) {
   const statsQuery = queueStatsQuery(client, session, projectId, queue.id);
+  // Done / total follow every annotator's work without a reload (the section's project stream).
   const stats = useQuery(statsQuery);
-  // Done / total follow every annotator's work without a reload.
-  const liveState = useQueueEvents(client, projectId, queue.id, [statsQuery.queryKey], { enabled: live });
   const byRef = new Map(specs.map((spec) => [spec.ref, spec]));
   const titleId = `queue-${queue.id}-title`;
   return (
@@ -228,7 +228,7 @@ function QueueCard({
       {stats.isError ? (
         <p className="error">{messageOf(stats.error)}</p>
       ) : (
-        <QueueProgressBar queueName={queue.name} stats={stats.data} live={liveState} />
+        <QueueProgressBar queueName={queue.name} stats={stats.data} live={live} />
       )}
       </article>
     </li>

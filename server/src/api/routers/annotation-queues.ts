@@ -1,4 +1,5 @@
 import {
+  AnnotationProjectEventsReq,
   AnnotationQueueAgreementReq,
   AnnotationQueueAgreementRes,
   AnnotationQueueClaimReq,
@@ -28,7 +29,9 @@ import { resolvePaging } from '../../domain/paging.ts';
 import { updateProgress } from '../../domain/progress.ts';
 import { queueStats } from '../../domain/queue-stats.ts';
 import { addItems, deleteItem, queryItems } from '../../domain/queue-items.ts';
-import { openQueueEvents } from '../../events/open-queue-events.ts';
+import { openEventStream, type StreamRequest } from '../../events/open-event-stream.ts';
+import type { AuthUser } from '../../auth/authenticate.ts';
+import type { Context } from '../context.ts';
 import { protectedProcedure, router, streamUnderErrorPolicy } from '../trpc.ts';
 import { rest } from '../rest-meta.ts';
 
@@ -80,7 +83,7 @@ export const annotationQueuesRouter = router({
     .meta(rest({ method: 'POST', path: '/annotation_queues', tags, summary: 'Create a queue' }))
     .input(AnnotationQueueCreateReq)
     .output(AnnotationQueueCreateRes)
-    .mutation(({ ctx, input }) => createQueue(ctx.unitOfWork(), ctx.user, input)),
+    .mutation(({ ctx, input }) => createQueue(ctx.unitOfWork(), ctx.user, input, ctx.services.queueEvents)),
 
   query: protectedProcedure
     .meta(rest({ method: 'POST', path: '/annotation_queues/query', tags, summary: 'List queues, newest first' }))
@@ -134,17 +137,25 @@ export const annotationQueuesRouter = router({
    * changed and which item, never its data. Viewers may subscribe; streams per key and per process
    * are limited (429).
    */
-  events: protectedProcedure
-    .input(AnnotationQueueEventsReq)
-    .subscription(async ({ ctx, input, signal }) =>
-      streamUnderErrorPolicy(
-        await openQueueEvents(ctx.db, ctx.user, input, ctx.services.queueEvents, ctx.services.eventStreams, {
-          signal,
-          readyWaitMs: ctx.services.config.dbTimeouts.connectMs,
-          maxLifeMs: ctx.services.config.eventStreams.maxLifeMs,
-        }),
-      ),
-    ),
+  events: protectedProcedure.input(AnnotationQueueEventsReq).subscription(({ ctx, input, signal }) => eventStream(ctx, input, signal)),
+
+  /**
+   * The same events for every queue of a project on one stream (an addition beyond the contract),
+   * with a queue's creation and deletion as `queue_updated`; one stream counts once in the limits.
+   */
+  projectEvents: protectedProcedure.input(AnnotationProjectEventsReq).subscription(({ ctx, input, signal }) => eventStream(ctx, input, signal)),
 
   items: itemsRouter,
 });
+
+/** Either kind of event stream: one way to open them, with the same checks, limits and renewal. */
+async function eventStream(ctx: Context & { user: AuthUser }, input: StreamRequest, signal: AbortSignal | undefined) {
+  const { services } = ctx;
+  return streamUnderErrorPolicy(
+    await openEventStream(ctx.db, ctx.user, input, services.queueEvents, services.eventStreams, {
+      signal,
+      readyWaitMs: services.config.dbTimeouts.connectMs,
+      maxLifeMs: services.config.eventStreams.maxLifeMs,
+    }),
+  );
+}

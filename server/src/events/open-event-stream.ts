@@ -1,4 +1,3 @@
-import type { AnnotationQueueEventsReq } from '@loupe/shared';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { AuthUser } from '../auth/authenticate.ts';
 import type { SqlScope } from '../db/sql.ts';
@@ -8,23 +7,27 @@ import { QueueEventStream } from './event-stream.ts';
 import type { QueueEventBus } from './queue-event-bus.ts';
 import type { StreamSlots } from './stream-slots.ts';
 
+/** What a stream follows: one queue of the project (contract 5.8), or every queue of it. */
+export type StreamRequest = { project_id: string; queue_id?: string };
+
 /**
- * Opens a stream of one queue's events (contract 5.8) for a caller who may read the queue: 403 and
- * 404 as for reading it, 429 over the stream limits. The subscriber is in place when this
+ * Opens a stream of one queue's events (contract 5.8), or of every queue of a project, for a
+ * caller who may read them: 403 and 404 as for reading the queue (the project: 403), 429 over the
+ * stream limits, where either kind of stream counts once. The subscriber is in place when this
  * resolves, so the stream's first message (tRPC's "connected") means no later write is missed.
  * Ends, giving back its slot and subscription, when `signal` aborts (the client went away), and
  * asks its client to reconnect after `maxLifeMs`.
  */
-export async function openQueueEvents(
+export async function openEventStream(
   db: SqlScope,
   user: AuthUser,
-  req: AnnotationQueueEventsReq,
+  req: StreamRequest,
   bus: QueueEventBus,
   slots: StreamSlots,
   { signal, readyWaitMs, maxLifeMs }: { signal: AbortSignal | undefined; readyWaitMs: number; maxLifeMs: number },
 ): Promise<QueueEventStream> {
   requireProjectAccess(user, req.project_id, 'read');
-  await liveQueue(db, req.project_id, req.queue_id);
+  if (req.queue_id !== undefined) await liveQueue(db, req.project_id, req.queue_id);
   const giveBack = slots.take(user.keyId);
   let unsubscribe = () => {};
   const onAbort = () => stream.end();
@@ -37,11 +40,11 @@ export async function openQueueEvents(
     giveBack();
     signal?.removeEventListener('abort', onAbort);
   });
-  unsubscribe = bus.subscribe(req.queue_id, stream);
+  unsubscribe = bus.subscribe(req.queue_id !== undefined ? { queue_id: req.queue_id } : { project_id: req.project_id }, stream);
   if (signal?.aborted) stream.end();
   else signal?.addEventListener('abort', onAbort, { once: true });
-  // While the LISTEN connection is being reopened, the stream starts anyway: it gets a
-  // queue_updated once the connection is back (events of the gap were missed).
+  // While the LISTEN connection is being reopened, the stream starts anyway: it is told of the
+  // gap once the connection is back (events of the gap were missed).
   const wait = new AbortController();
   await Promise.race([bus.ready(), sleep(readyWaitMs, undefined, { signal: wait.signal }).catch(() => undefined)]);
   wait.abort();
