@@ -62,3 +62,7 @@ api -H "$J" $B/feedback/query -d '{"project_id":"acme/bot","filter":{"feedback_t
 NEW=$(api -H "$J" $B/feedback/replace -d '{"feedback_id":"'"$NOTE"'","project_id":"acme/bot","svc_ref":"svc:///acme/bot/call/call-1",
   "feedback_type":"svc.note.1","payload":{"note":"fine"}}' | field id); echo "NEW=$NEW"
 api -H "$J" $B/feedback/purge -d '{"project_id":"acme/bot","ids":["'"$NEW"'"]}'   # {"deleted_count":1}
+
+ME=$(api $B/me | field user_id); echo "ME=$ME"
+api -H "$J" $B/projects/users -d '{"project_id":"acme/bot","user_ids":["'"$ME"'","no-such-user"]}'
+#   {"users":[{"user_id":"<ME>","username":"alice-…"}]}: the unknown id is left out

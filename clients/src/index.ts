@@ -1,4 +1,4 @@
-import { createTRPCClient, httpBatchLink, httpLink, httpSubscriptionLink, splitLink, type TRPCClient } from '@trpc/client';
+import { createTRPCClient, httpBatchLink, httpLink, httpSubscriptionLink, splitLink, type Operation, type TRPCClient } from '@trpc/client';
 import { EventSource } from 'eventsource';
 import type { AppRouter } from '@loupe/server/router';
 
@@ -23,6 +23,18 @@ export type ClientOptions = {
 /** The most procedures the server takes in one request (its MAX_TRPC_BATCH); larger batches are split. */
 const MAX_BATCH = 10;
 
+/**
+ * A query's input travels in its URL, which the server bounds with its request headers (16 KiB).
+ * A query whose input is longer than this goes as a POST instead (the server allows the method
+ * override), and a batch of queries is split before its URL grows past twice this.
+ */
+const LONG_QUERY_INPUT = 4096;
+
+/** Whether a call is a query whose input is too long to travel in a URL. */
+function longQuery(op: Operation): boolean {
+  return op.type === 'query' && op.input !== undefined && JSON.stringify(op.input).length > LONG_QUERY_INPUT;
+}
+
 /** Basic credentials with username `api`, written with what browsers and Node both have. */
 function basicCredentials(apiKey: string): string {
   const bytes = new TextEncoder().encode(`api:${apiKey}`);
@@ -40,12 +52,14 @@ export function createClient({ url, apiKey, batch = true, fetch }: ClientOptions
   const credentials = (): Record<string, string> => (apiKey ? { authorization: basicCredentials(apiKey) } : {});
   const send = fetch ?? globalThis.fetch;
   const options = { url: base, headers: credentials, ...(fetch ? { fetch } : {}) };
-  const calls =
+  const batched = httpBatchLink({ ...options, maxItems: MAX_BATCH, maxURLLength: 2 * LONG_QUERY_INPUT });
+  const short =
     batch === 'queries'
-      ? splitLink({ condition: (op) => op.type === 'mutation', true: httpLink(options), false: httpBatchLink({ ...options, maxItems: MAX_BATCH }) })
+      ? splitLink({ condition: (op) => op.type === 'mutation', true: httpLink(options), false: batched })
       : batch
-        ? httpBatchLink({ ...options, maxItems: MAX_BATCH })
+        ? batched
         : httpLink(options);
+  const calls = splitLink({ condition: longQuery, true: httpLink({ ...options, methodOverride: 'POST' }), false: short });
   const subscriptions = httpSubscriptionLink({
     url: base,
     EventSource,

@@ -8,7 +8,7 @@ import { DomainError } from './domain/errors.ts';
 import { appRouter } from './api/router.ts';
 import { typedDoorRequestId } from './api/trpc.ts';
 import { admission, userRequirement } from './http/admission.ts';
-import { jsonBodyReader } from './http/body.ts';
+import { bodyText, jsonBodyReader } from './http/body.ts';
 import { errorHandler, notFound, requireJsonBody } from './http/errors.ts';
 import { Metrics } from './http/metrics.ts';
 import { modelListHttp } from './http/model-list.ts';
@@ -71,9 +71,16 @@ export function createApp(services: Services): { listener: RequestListener; drai
     responseMeta: typedDoorMeta,
     onError,
     maxBodySize: services.config.limits.bodyBytes,
+    // A query with a long input (many ids) comes as a POST: in a URL it would pass the header bound.
+    allowMethodOverride: true,
   });
-  // The request id is in scope for the error formatter even when no context was made.
-  app.use('/trpc', (req, res, next) => typedDoorRequestId.run(req.id ?? '', () => typedDoor(req, res, next)));
+  // The request id is in scope for the error formatter even when no context was made. tRPC reads a
+  // string body as it is, and serialises an object body again before parsing it: it gets the text.
+  app.use('/trpc', (req, res, next) => {
+    const text = bodyText(req);
+    if (text !== undefined) req.body = text;
+    typedDoorRequestId.run(req.id ?? '', () => typedDoor(req, res, next));
+  });
   app.use(restDoor(routes, (req, res) => createContext({ req, res })));
   app.use(webApp());
   app.use(notFound);

@@ -2,6 +2,7 @@ export * from './errors.ts';
 export * from './me.ts';
 export * from './models.ts';
 export * from './project.ts';
+export * from './project-users.ts';
 export * from './time.ts';
 export * from './calls.ts';
 export * from './query.ts';

@@ -17,6 +17,17 @@ export type BodyLimits = {
 };
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/** The text each JSON body was parsed from (see `bodyText`). */
+const texts = new WeakMap<object, string>();
+
+/**
+ * The JSON text a request's body was parsed from, when it had one: the typed door hands it to tRPC,
+ * whose adapter would otherwise serialise the parsed body again only to parse it once more.
+ */
+export function bodyText(req: object): string | undefined {
+  return texts.get(req);
+}
 const UNIT = 64 * 1024;
 
 /**
@@ -118,6 +129,7 @@ export function jsonBodyReader(limits: BodyLimits) {
       return sendError(req, res, 400, 'BAD_REQUEST', 'The request body must be a JSON object.');
     }
     req.body = body;
+    texts.set(req, text);
     next();
   };
 }

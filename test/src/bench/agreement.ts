@@ -13,6 +13,10 @@ import { measureSequence, type PlannedRequest, type SequenceMeasurement } from '
 // Measured on the 2-core machine (3 rounds of 10 s, others' work running beside it, so ±30 %):
 // before selecting the latest values in SQL, p50/p95 SQLite 489/598 ms, PostgreSQL 670/1,057 ms;
 // after, SQLite 398–436/556–629 ms, PostgreSQL 400–668/473–1,033 ms (two runs, load 2–5).
+// Reading every record without a window or grouping, by a feedback_queue_idx narrowed to
+// (queue_id, annotation_ref): SQLite 334–634/733–1,581 ms, PostgreSQL 737–831/1,406–1,458 ms,
+// but at load 6–12; per spec, the query's own CPU went from 120–135 to 45–63 ms on PostgreSQL's
+// backend and from 69–80 to 46–51 ms on SQLite.
 
 const CONNECTIONS = 1;
 const TARGET_P95_MS = 500;

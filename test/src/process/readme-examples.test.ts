@@ -97,6 +97,8 @@ describeEachBackend('README examples run as written', (backend) => {
       (l) => expect(json(l).result).toEqual([expect.objectContaining({ feedback_type: 'svc.reaction.1', payload: expect.objectContaining({ detoned: '👍' }) })]),
       (l) => expect(l).toBe(`NEW=${NEW}`),
       (l) => expect(json(l)).toEqual({ deleted_count: 1 }),
+      (l) => expect(l).toMatch(/^ME=/),
+      (l) => expect(json(l)).toEqual({ users: [{ user_id: captured('ME'), username: expect.stringMatching(/^alice-/) }] }),
     ];
     expect(lines).toHaveLength(expected.length);
     expected.forEach((check, index) => check(lines[index]!));

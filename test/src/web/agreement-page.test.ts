@@ -47,7 +47,6 @@ type Agreement = {
 };
 
 // What the page writes for people, as its own modules format them.
-const labelOf = (userId: string) => `user …${userId.slice(-8)}`;
 const alphaText = (alpha: number) => alpha.toFixed(3).replace('-', '−');
 const shareText = (share: number) => `${(share * 100).toFixed(1)}%`;
 const kappaText = (kappa: number | null) => (kappa === null ? 'κ undefined' : `κ ${kappa.toFixed(2).replace('-', '−')}`);
@@ -68,6 +67,8 @@ describeInBrowser('agreement page in Chromium', () => {
     let callIds: string[];
     let refs: Record<SpecName, string>;
     const troubles: PageTrouble[] = [];
+    /** How the page names an annotator: by username (resolved through the API after the figures arrive). */
+    const labelOf = (userId: string) => annotators.find((user) => user.user_id === userId)!.username;
 
     beforeAll(async () => {
       server = await startTestServer(backend);
@@ -155,10 +156,10 @@ describeInBrowser('agreement page in Chromium', () => {
         for (const name of ['category', 'rating', 'mood'] as const) {
           const agreement = api.get(name)!;
           const table = section(page, name).locator('table.kappa');
-          const cells = await table.locator('tr').evaluateAll((trs) => trs.map((tr) => [...tr.children].map((cell) => (cell as HTMLElement).querySelector('.kappa-value, .annotator')?.textContent ?? (cell.textContent ?? '').trim())));
+          const cells = () => table.locator('tr').evaluateAll((trs) => trs.map((tr) => [...tr.children].map((cell) => (cell as HTMLElement).querySelector('.kappa-value, .annotator')?.textContent ?? (cell.textContent ?? '').trim())));
           const pairOf = (a: string, b: string) => agreement.pairs.find((pair) => (pair.annotator_a === a && pair.annotator_b === b) || (pair.annotator_a === b && pair.annotator_b === a));
           const ids = agreement.annotators;
-          expect(cells).toEqual([
+          await expect.poll(cells).toEqual([
             ['', ...ids.map(labelOf)],
             ...ids.map((row) => [labelOf(row), ...ids.map((column) => (row === column ? '— the same annotator' : pairOf(row, column) ? kappaText(pairOf(row, column)!.kappa) : 'no items in common'))]),
           ]);
@@ -190,7 +191,7 @@ describeInBrowser('agreement page in Chromium', () => {
         await page.keyboard.press('Enter');
         const table = shown.first().getByRole('table');
         await table.waitFor();
-        expect(await table.locator('thead th').allInnerTexts()).toEqual(worst.values.map(({ annotator_user_id }) => labelOf(annotator_user_id)));
+        await expect.poll(() => table.locator('thead th').allInnerTexts()).toEqual(worst.values.map(({ annotator_user_id }) => labelOf(annotator_user_id)));
         expect(await table.locator('tbody td').allInnerTexts()).toEqual(worst.values.map(({ value }) => valueText(value)));
         expect(await seriousViolations(page)).toEqual([]);
 
@@ -200,13 +201,13 @@ describeInBrowser('agreement page in Chromium', () => {
         await dialog.getByRole('heading', { level: 2, name: 'unit-6', exact: true }).waitFor();
         const values = dialog.getByRole('table', { name: 'Values by annotator' });
         await values.waitFor();
-        const rows = await values.locator('tr').evaluateAll((trs) => trs.map((tr) => [...tr.children].map((cell) => (cell as HTMLElement).innerText)));
+        const rows = () => values.locator('tr').evaluateAll((trs) => trs.map((tr) => [...tr.children].map((cell) => (cell as HTMLElement).innerText)));
         const ids = annotators.map((user) => user.user_id).sort();
         const valueOf = (name: SpecName, userId: string) => {
           const value = (SPECS[name].rows[annotators.findIndex((user) => user.user_id === userId)] as readonly unknown[])[5];
           return value === undefined ? 'none' : valueText(value);
         };
-        expect(rows).toEqual([
+        await expect.poll(rows).toEqual([
           ['Spec', ...ids.map(labelOf)],
           ...(['category', 'rating', 'flag', 'mood'] as const).map((name) => [name, ...ids.map((id) => valueOf(name, id))]),
         ]);

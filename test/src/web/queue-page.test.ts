@@ -16,8 +16,6 @@ const LIVE_MS = 2_000;
 const ITEMS = 60;
 const PAGE_SIZE = 50;
 
-/** How the page names an annotator. */
-const labelOf = (userId: string, meId?: string) => (userId === meId ? 'you' : `user …${userId.slice(-8)}`);
 const byId = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 describeInBrowser('queue page in Chromium', () => {
@@ -38,6 +36,8 @@ describeInBrowser('queue page in Chromium', () => {
     let itemIds: string[];
     let refs: { tone: string; score: string };
     const troubles: PageTrouble[] = [];
+    /** How the page names an annotator to someone else: by username (resolved through the API after the values arrive). */
+    const labelOf = (userId: string) => [alice, bob, carol].find((user) => user.user_id === userId)!.username;
 
     /** One annotator's values for an item, written the way the annotate page writes them. */
     async function annotate(user: CreatedKeyForTest, callId: string, values: { tone?: string; score?: number; note?: string }) {
@@ -92,20 +92,22 @@ describeInBrowser('queue page in Chromium', () => {
     });
     afterAll(() => server?.stop());
 
-    async function openQueuePage(user: CreatedKeyForTest): Promise<{ page: Page; close: () => Promise<void> }> {
+    async function openQueuePage(user: CreatedKeyForTest): Promise<{ page: Page; close: () => Promise<void>; requests: string[] }> {
       const opened = await openPage(browser);
       troubles.push(opened.trouble);
+      const requests: string[] = [];
+      opened.page.on('request', (request) => requests.push(request.url()));
       await opened.page.addInitScript((key: string) => sessionStorage.setItem('loupe.apiKey', key), user.api_key);
       await opened.page.goto(`${server.url}/app/p/${PROJECT}/q/${queueId}`);
       await opened.page.locator('p.progress').waitFor();
-      return opened;
+      return { ...opened, requests };
     }
 
     const rows = (page: Page) => page.locator('table.items tbody tr');
     const countsByState = (page: Page) => page.getByRole('region', { name: 'Progress' }).locator('dl.totals dd').allInnerTexts();
 
     it('shows a viewer the rubric, the settings, the exact counts by state, and each annotator\'s values; pages the items with Load more', async () => {
-      const { page, close } = await openQueuePage(viewer);
+      const { page, close, requests } = await openQueuePage(viewer);
       try {
         const counts = await stats(server, viewer.api_key, PROJECT, queueId);
         expect(counts.by_state).toEqual({ unstarted: ITEMS - 4, in_progress: 1, completed: 2, skipped: 1 });
@@ -116,6 +118,11 @@ describeInBrowser('queue page in Chromium', () => {
         const byState = page.getByRole('region', { name: 'Progress' }).locator('dl.totals');
         expect(await byState.locator('dt').allInnerTexts()).toEqual(['Not started', 'In progress', 'Completed', 'Skipped']);
         expect(await countsByState(page)).toEqual([counts.by_state.unstarted, counts.by_state.in_progress, counts.by_state.completed, counts.by_state.skipped].map(String));
+        // Each annotator's progress, by username.
+        const byAnnotator = page.getByRole('table', { name: 'Progress by annotator' }).locator('tbody tr');
+        await expect.poll(() => byAnnotator.evaluateAll((trs) => trs.map((tr) => [...tr.children].map((cell) => (cell as HTMLElement).innerText)))).toEqual(
+          counts.by_annotator.map((row) => [labelOf(row.annotator_user_id), String(row.in_progress), String(row.completed), String(row.skipped)]),
+        );
         const rubric = page.getByRole('region', { name: 'Scorer specs' });
         expect(await rubric.innerText()).toMatch(/tone\s+one of friendly, neutral, rude[\s\S]*score\s+scale 1–5/);
         const settings = await page.getByRole('region', { name: 'Settings' }).innerText();
@@ -147,7 +154,7 @@ describeInBrowser('queue page in Chromium', () => {
         const annotators = [alice, bob, carol].sort((a, b) => byId(a.user_id, b.user_id));
         const toneOf = new Map([[alice.user_id, 'friendly'], [bob.user_id, 'neutral'], [carol.user_id, 'friendly']]);
         const scoreOf = new Map([[alice.user_id, '4'], [bob.user_id, '3'], [carol.user_id, '5']]);
-        expect(await row(0).locator('td[data-spec="tone"] li').allInnerTexts()).toEqual(annotators.map((user) => `${labelOf(user.user_id)}: ${toneOf.get(user.user_id)}`));
+        await expect.poll(() => row(0).locator('td[data-spec="tone"] li').allInnerTexts()).toEqual(annotators.map((user) => `${labelOf(user.user_id)}: ${toneOf.get(user.user_id)}`));
         expect(await row(0).locator('td[data-spec="score"] li').allInnerTexts()).toEqual(annotators.map((user) => `${labelOf(user.user_id)}: ${scoreOf.get(user.user_id)}`));
         expect(await row(3).locator('td[data-spec="score"] li').allInnerTexts()).toEqual([`${labelOf(alice.user_id)}: 1`]);
         expect(await row(4).locator('td[data-spec="tone"]').innerText()).toBe('none');
@@ -161,8 +168,8 @@ describeInBrowser('queue page in Chromium', () => {
         await dialog.getByRole('heading', { level: 2, name: 'chat-00', exact: true }).waitFor();
         const table = dialog.getByRole('table', { name: 'Values by annotator' });
         await table.waitFor();
-        const cells = await table.locator('tr').evaluateAll((trs) => trs.map((tr) => [...tr.children].map((cell) => (cell as HTMLElement).innerText)));
-        expect(cells).toEqual([
+        const cells = () => table.locator('tr').evaluateAll((trs) => trs.map((tr) => [...tr.children].map((cell) => (cell as HTMLElement).innerText)));
+        await expect.poll(cells).toEqual([
           ['Spec', ...annotators.map((user) => labelOf(user.user_id))],
           ['tone', ...annotators.map((user) => toneOf.get(user.user_id))],
           ['score', ...annotators.map((user) => scoreOf.get(user.user_id))],
@@ -172,6 +179,8 @@ describeInBrowser('queue page in Chromium', () => {
         expect(await dialog.getByRole('region', { name: 'Display fields' }).innerText()).toContain('Question 0?');
         await screenshot(page, `${backend}-queue-item`);
         expect(await seriousViolations(page)).toEqual([]);
+        // Every name on the page (progress, items, the opened item) came in one request.
+        expect(requests.filter((url) => url.includes('projects.users'))).toHaveLength(1);
         await page.keyboard.press('Escape');
         await expect.poll(() => page.getByRole('dialog').count()).toBe(0);
         // Focus went back to the button that opened it.
@@ -195,6 +204,11 @@ describeInBrowser('queue page in Chromium', () => {
         expect(await page.getByRole('link', { name: 'Start annotating' }).getAttribute('href')).toBe(`/app/p/${PROJECT}/q/${queueId}/annotate`);
         const row = page.locator(`table.items tbody tr[data-call-id="${callIds[3]}"]`);
         await expect.poll(() => row.locator('td[data-spec="tone"] li').allInnerTexts()).toEqual(['you: rude']);
+        // The others by username.
+        const first = page.locator(`table.items tbody tr[data-call-id="${callIds[0]}"]`);
+        const others = [bob, carol].sort((a, b) => byId(a.user_id, b.user_id)).map((user) => user.username);
+        await expect.poll(async () => (await first.locator('td[data-spec="tone"] li .annotator').allInnerTexts()).filter((name) => name !== 'you').sort()).toEqual(others.sort());
+        expect(await first.locator('td[data-spec="tone"] li .annotator').allInnerTexts()).toContain('you');
         await page.getByRole('link', { name: 'Start annotating' }).click();
         await page.getByRole('button', { name: 'Start annotating' }).waitFor();
         expect(new URL(page.url()).pathname).toBe(`/app/p/${PROJECT}/q/${queueId}/annotate`);

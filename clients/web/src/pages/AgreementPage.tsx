@@ -7,6 +7,7 @@ import { SpecAgreement } from '../agreement/SpecAgreement.tsx';
 import { queueQuery, rubricQuery } from '../annotate/annotate-queries.ts';
 import { ItemDialog } from '../queue/ItemDialog.tsx';
 import { Link } from '../router.tsx';
+import { UserNamesProvider } from '../users/UserNames.tsx';
 import { pathOf } from '../routes.ts';
 import type { QueuePageProps } from './page-props.ts';
 import '../annotate/annotate.css';
@@ -33,51 +34,53 @@ export function AgreementPage({ client, session, projectId, queueId }: QueuePage
   const queueData = queue.data;
   const meId = me.data?.user_id;
   return (
-    <div className="agreement-page">
-      <nav aria-label="Breadcrumb" className="crumbs">
-        <Link to={pathOf({ name: 'project', projectId })}>{projectId}</Link> / <Link to={pathOf({ name: 'queue', projectId, queueId })}>{queueData.name}</Link> /{' '}
-        <span aria-current="page">Agreement</span>
-      </nav>
-      <h1>Agreement: {queueData.name}</h1>
-      <section className="about-agreement" aria-label="How to read this page">
-        <p>
-          For each scorer spec, <strong>Krippendorff's α</strong> measures how far the annotators agree beyond what chance would give (1 is perfect, 0 is chance), over the
-          items that at least two of them rated. The <strong>observed agreement</strong> is the share of matching pairs of values. Reading α:
-        </p>
-        <ul className="thresholds">
-          <li>
-            <strong>α ≥ 0.800</strong>: reliable.
-          </li>
-          <li>
-            <strong>0.667 ≤ α &lt; 0.800</strong>: tentative conclusions only.
-          </li>
-          <li>
-            <strong>α &lt; 0.667</strong>: not reliable.
-          </li>
-        </ul>
-        <p className="source">
-          Thresholds: <cite>{THRESHOLDS_SOURCE}</cite>
-        </p>
-      </section>
-      {agreement.isPending ? (
-        <p>Computing agreement…</p>
-      ) : agreement.isError ? (
-        <p className="error" role="alert">{messageOf(agreement.error)}</p>
-      ) : agreement.data.length ? (
-        agreement.data.map((spec) => (
-          <SpecAgreement
-            key={spec.scorer_ref}
-            agreement={spec}
-            meId={meId}
-            busy={agreement.isPlaceholderData}
-            onLevel={(level) => setLevels((current) => ({ ...current, [spec.scorer_ref]: level }))}
-            onOpen={(disagreement) => setOpened(disagreement.call_id)}
-          />
-        ))
-      ) : (
-        <p>This queue has no scorer specs, so there is nothing to agree on.</p>
-      )}
-      <ItemDialog client={client} session={session} projectId={projectId} queueId={queueId} specs={specsOfValues} meId={meId} callId={opened} onClose={() => setOpened(null)} />
-    </div>
+    <UserNamesProvider client={client} session={session} projectId={projectId}>
+      <div className="agreement-page">
+        <nav aria-label="Breadcrumb" className="crumbs">
+          <Link to={pathOf({ name: 'project', projectId })}>{projectId}</Link> / <Link to={pathOf({ name: 'queue', projectId, queueId })}>{queueData.name}</Link> /{' '}
+          <span aria-current="page">Agreement</span>
+        </nav>
+        <h1>Agreement: {queueData.name}</h1>
+        <section className="about-agreement" aria-label="How to read this page">
+          <p>
+            For each scorer spec, <strong>Krippendorff's α</strong> measures how far the annotators agree beyond what chance would give (1 is perfect, 0 is chance), over the
+            items that at least two of them rated. The <strong>observed agreement</strong> is the share of matching pairs of values. Reading α:
+          </p>
+          <ul className="thresholds">
+            <li>
+              <strong>α ≥ 0.800</strong>: reliable.
+            </li>
+            <li>
+              <strong>0.667 ≤ α &lt; 0.800</strong>: tentative conclusions only.
+            </li>
+            <li>
+              <strong>α &lt; 0.667</strong>: not reliable.
+            </li>
+          </ul>
+          <p className="source">
+            Thresholds: <cite>{THRESHOLDS_SOURCE}</cite>
+          </p>
+        </section>
+        {agreement.isPending ? (
+          <p>Computing agreement…</p>
+        ) : agreement.isError ? (
+          <p className="error" role="alert">{messageOf(agreement.error)}</p>
+        ) : agreement.data.length ? (
+          agreement.data.map((spec) => (
+            <SpecAgreement
+              key={spec.scorer_ref}
+              agreement={spec}
+              meId={meId}
+              busy={agreement.isPlaceholderData}
+              onLevel={(level) => setLevels((current) => ({ ...current, [spec.scorer_ref]: level }))}
+              onOpen={(disagreement) => setOpened(disagreement.call_id)}
+            />
+          ))
+        ) : (
+          <p>This queue has no scorer specs, so there is nothing to agree on.</p>
+        )}
+        <ItemDialog client={client} session={session} projectId={projectId} queueId={queueId} specs={specsOfValues} meId={meId} callId={opened} onClose={() => setOpened(null)} />
+      </div>
+    </UserNamesProvider>
   );
 }

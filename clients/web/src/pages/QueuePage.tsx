@@ -10,6 +10,7 @@ import { QueueProgress } from '../queue/QueueProgress.tsx';
 import { queueItemsKey } from '../queue/queue-queries.ts';
 import { QueueSettings } from '../queue/QueueSettings.tsx';
 import { Link } from '../router.tsx';
+import { UserNamesProvider } from '../users/UserNames.tsx';
 import { pathOf } from '../routes.ts';
 import type { QueuePageProps } from './page-props.ts';
 import '../annotate/annotate.css';
@@ -42,36 +43,38 @@ export function QueuePage({ client, session, projectId, queueId }: QueuePageProp
   const queueData = queue.data;
   const meId = me.data?.user_id;
   return (
-    <div className="queue-page">
-      <nav aria-label="Breadcrumb" className="crumbs">
-        <Link to={pathOf({ name: 'project', projectId })}>{projectId}</Link> / <span aria-current="page">{queueData.name}</span>
-      </nav>
-      <div className="queue-head">
-        <h1>{queueData.name}</h1>
-        <ul className="queue-links">
-          {canWrite(roleIn(me.data, projectId)) ? (
+    <UserNamesProvider client={client} session={session} projectId={projectId}>
+      <div className="queue-page">
+        <nav aria-label="Breadcrumb" className="crumbs">
+          <Link to={pathOf({ name: 'project', projectId })}>{projectId}</Link> / <span aria-current="page">{queueData.name}</span>
+        </nav>
+        <div className="queue-head">
+          <h1>{queueData.name}</h1>
+          <ul className="queue-links">
+            {canWrite(roleIn(me.data, projectId)) ? (
+              <li>
+                <Link className="button-link" to={pathOf({ name: 'annotate', projectId, queueId })}>
+                  Start annotating
+                </Link>
+              </li>
+            ) : null}
             <li>
-              <Link className="button-link" to={pathOf({ name: 'annotate', projectId, queueId })}>
-                Start annotating
+              <Link className="button-link secondary" to={pathOf({ name: 'agreement', projectId, queueId })}>
+                Agreement
               </Link>
             </li>
-          ) : null}
-          <li>
-            <Link className="button-link secondary" to={pathOf({ name: 'agreement', projectId, queueId })}>
-              Agreement
-            </Link>
-          </li>
-        </ul>
+          </ul>
+        </div>
+        {queueData.description ? <p className="queue-description">{queueData.description}</p> : null}
+        {stats.isSuccess ? (
+          <QueueProgress stats={stats.data} live={live} meId={meId} />
+        ) : stats.isError ? (
+          <p className="error" role="alert">{messageOf(stats.error)}</p>
+        ) : null}
+        <QueueSettings queue={queueData} specs={specs.data ?? []} />
+        <ItemsList client={client} session={session} projectId={projectId} queueId={queueId} specs={specsOfValues} stats={stats.data} meId={meId} onOpen={(item) => setOpened(item.call_id)} />
+        <ItemDialog client={client} session={session} projectId={projectId} queueId={queueId} specs={specsOfValues} meId={meId} callId={opened} onClose={() => setOpened(null)} />
       </div>
-      {queueData.description ? <p className="queue-description">{queueData.description}</p> : null}
-      {stats.isSuccess ? (
-        <QueueProgress stats={stats.data} live={live} meId={meId} />
-      ) : stats.isError ? (
-        <p className="error" role="alert">{messageOf(stats.error)}</p>
-      ) : null}
-      <QueueSettings queue={queueData} specs={specs.data ?? []} />
-      <ItemsList client={client} session={session} projectId={projectId} queueId={queueId} specs={specsOfValues} stats={stats.data} meId={meId} onOpen={(item) => setOpened(item.call_id)} />
-      <ItemDialog client={client} session={session} projectId={projectId} queueId={queueId} specs={specsOfValues} meId={meId} callId={opened} onClose={() => setOpened(null)} />
-    </div>
+    </UserNamesProvider>
   );
 }

@@ -1,15 +1,18 @@
+import { useUserName } from '../users/UserNames.tsx';
 import './annotator.css';
 
-/** How an annotator is named on the page: the end of their user id (unique enough to tell them apart), or "you". */
-export function annotatorLabel(userId: string, meId: string | undefined): string {
-  return userId === meId ? 'you' : `user …${userId.slice(-8)}`;
-}
-
-/** An annotator's name, with the whole user id on hover. */
+/**
+ * An annotator on the page: "you", their username, or — for an id the server does not name, or
+ * until the names arrive — the end of their user id (unique enough to tell them apart). The whole
+ * user id shows on hover.
+ */
 export function Annotator({ userId, meId }: { userId: string; meId: string | undefined }) {
+  const isMe = userId === meId;
+  const username = useUserName(isMe ? undefined : userId);
+  const label = isMe ? 'you' : (username ?? `user …${userId.slice(-8)}`);
   return (
-    <span className="annotator" title={userId}>
-      {annotatorLabel(userId, meId)}
+    <span className={username === undefined && !isMe ? 'annotator unnamed' : 'annotator'} title={userId}>
+      {label}
     </span>
   );
 }

@@ -1,4 +1,5 @@
-import { ProjectQueryReq, ProjectQueryRes } from '@loupe/shared';
+import { ProjectQueryReq, ProjectQueryRes, ProjectUsersReq, ProjectUsersRes } from '@loupe/shared';
+import { projectUsers } from '../../domain/project-users.ts';
 import { queryProjects } from '../../domain/projects.ts';
 import { protectedProcedure, router } from '../trpc.ts';
 import { rest } from '../rest-meta.ts';
@@ -9,4 +10,20 @@ export const projectsRouter = router({
     .input(ProjectQueryReq)
     .output(ProjectQueryRes)
     .query(async ({ ctx, input }) => ({ projects: await queryProjects(ctx.db, ctx.user, input) })),
+
+  users: protectedProcedure
+    .meta(
+      rest({
+        method: 'POST',
+        path: '/projects/users',
+        tags: ['projects'],
+        summary: "Usernames of the user ids a project's data mentions",
+        description:
+          'For whoever may read the project (viewers too). Names members of its entity and users whose progress or feedback ' +
+          'is recorded in it; any other id, unknown or unrelated, is left out of the answer. At most 1,000 ids.',
+      }),
+    )
+    .input(ProjectUsersReq)
+    .output(ProjectUsersRes)
+    .query(async ({ ctx, input }) => ({ users: await projectUsers(ctx.db, ctx.user, input) })),
 });
