@@ -204,7 +204,10 @@ export async function queryItems(
   const before = cursor ? cursor.position : page.offset;
   let positions: (number | null)[] | undefined;
   if (!filtered && before !== null) positions = rows.map((_, index) => before + index + 1);
-  else if (req.include_position) positions = await positionsOf(db, req.queue_id, keys, rows, cursor?.position === null ? undefined : cursor);
+  else if (req.include_position) {
+    // A cursor without a position (its page was filtered and not ranked) ranks from the queue's start.
+    positions = await positionsOf(db, req.queue_id, keys, rows, cursor && cursor.position !== null ? cursor : undefined);
+  }
   const { nextCursor } = pageOf(read, page.limit, (row) => encodeCursor(fingerprint, keys, row, positions?.at(-1) ?? null));
   return {
     items: rows.map((row, index) => toItemDto(row, req.include_position ? (positions?.[index] ?? null) : null)),

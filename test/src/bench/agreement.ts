@@ -14,9 +14,11 @@ import { measureSequence, type PlannedRequest, type SequenceMeasurement } from '
 // before selecting the latest values in SQL, p50/p95 SQLite 489/598 ms, PostgreSQL 670/1,057 ms;
 // after, SQLite 398–436/556–629 ms, PostgreSQL 400–668/473–1,033 ms (two runs, load 2–5).
 // Reading every record without a window or grouping, by a feedback_queue_idx narrowed to
-// (queue_id, annotation_ref): SQLite 334–634/733–1,581 ms, PostgreSQL 737–831/1,406–1,458 ms,
-// but at load 6–12; per spec, the query's own CPU went from 120–135 to 45–63 ms on PostgreSQL's
-// backend and from 69–80 to 46–51 ms on SQLite.
+// (queue_id, annotation_ref), three runs at load 5–12: SQLite 321–634/587–1,581 ms, PostgreSQL
+// 362–831/596–1,458 ms (the code before it, run in between at load 5: SQLite 456/900, PostgreSQL
+// 429/497, on a fresh database, which PostgreSQL reads by the index until it analyses it).
+// PostgreSQL's backend CPU per request once analysed: 236–259 → 101–105 ms; SQLite's query CPU
+// per spec: 69–80 → 46–51 ms.
 
 const CONNECTIONS = 1;
 const TARGET_P95_MS = 500;
