@@ -221,7 +221,7 @@ describeEachBackend('a client generated from the API document', (backend) => {
     expect((await client.POST('/feedback/purge', { body: { project_id, ids: [] } })).response.status).toBe(400);
   });
 
-  it('reads the caller, its projects and the public model list, with their errors', async () => {
+  it('reads the caller, its projects, the names of a project\'s users and the public model list, with their errors', async () => {
     const me = await api(member.api_key).GET('/me');
     expect(me.data?.username).toBe(member.username);
     expect((await api('lp_not_a_key').GET('/me')).response.status).toBe(401);
@@ -229,6 +229,10 @@ describeEachBackend('a client generated from the API document', (backend) => {
     const projects = await api(member.api_key).POST('/projects/query', { body: {} });
     expect(projects.response.status).toBe(200);
     expect((await api(member.api_key).POST('/projects/query', { body: { entity: 'someone-else' } })).response.status).toBe(403);
+
+    const users = await api(member.api_key).POST('/projects/users', { body: { project_id, user_ids: [member.user_id, 'no-such-user'] } });
+    expect(users.data).toEqual({ users: [{ user_id: member.user_id, username: member.username }] });
+    expect((await api(member.api_key).POST('/projects/users', { body: { project_id, user_ids: Array.from({ length: 1001 }, (_, i) => `u${i}`) } })).response.status).toBe(400);
 
     const models = await api().GET('/inference/router/partner/models');
     expect(models.response.status).toBe(200);
