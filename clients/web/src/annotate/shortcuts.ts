@@ -36,6 +36,10 @@ export function useShortcuts(enabled: boolean, handlers: ShortcutHandlers): void
     if (!enabled) return;
     const onKey = (event: KeyboardEvent) => {
       if (event.defaultPrevented || event.isComposing) return;
+      // A modal dialog (the shortcut list) keeps its keys. Asked of the page at each key rather than
+      // by turning the listener off while one is open: a listener added back by an effect after
+      // the dialog closed would miss the keys typed before the next paint.
+      if (document.querySelector('dialog:modal')) return;
       const on = latest.current;
       const target = event.target;
       if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) {
@@ -43,8 +47,6 @@ export function useShortcuts(enabled: boolean, handlers: ShortcutHandlers): void
         on.submit();
         return;
       }
-      // A modal dialog (the shortcut list) keeps its keys.
-      if (target instanceof Element && target.closest('dialog')) return;
       if (isTextField(target)) {
         if (event.key === 'Escape') {
           event.preventDefault();

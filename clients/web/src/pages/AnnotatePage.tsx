@@ -270,7 +270,7 @@ export function AnnotatePage({ client, session, projectId, queueId }: QueuePageP
     });
   };
 
-  useShortcuts(shownItem !== null && !helpOpen, {
+  useShortcuts(shownItem !== null, {
     submit,
     pick,
     skip,
