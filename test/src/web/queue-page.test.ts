@@ -237,6 +237,42 @@ describeInBrowser('queue page in Chromium', () => {
       }
     });
 
+    it('shows a change whose event lands while the items list is still on its first read', async () => {
+      const opened = await openPage(browser);
+      troubles.push(opened.trouble);
+      const { page } = opened;
+      // The list's first items read is answered by the server at once but handed to the page only
+      // after carol's completion is on the counts: what it carries predates the change.
+      let answered!: () => void;
+      const firstReadAnswered = new Promise<void>((resolve) => (answered = resolve));
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      let held = 0;
+      await page.route((url) => url.pathname.includes('annotationQueues.items.query'), async (route) => {
+        if (held++ > 0) return route.continue();
+        const response = await route.fetch();
+        answered();
+        await released;
+        await route.fulfill({ response });
+      });
+      try {
+        await page.addInitScript((key: string) => sessionStorage.setItem('loupe.apiKey', key), viewer.api_key);
+        await page.goto(`${server.url}/app/p/${PROJECT}/q/${queueId}`);
+        const before = await stats(server, viewer.api_key, PROJECT, queueId);
+        await expect.poll(() => page.locator('p.progress').innerText()).toBe(`${before.completed_items} of ${ITEMS} items done`);
+        await expect.poll(() => page.locator('.queue-progress .live').getAttribute('data-live'), { timeout: 10_000 }).toBe('live');
+        await firstReadAnswered;
+        await setProgress(carol, 11, 'completed');
+        await page.locator('p.progress').getByText(`${before.completed_items + 1} of ${ITEMS} items done`).waitFor({ timeout: LIVE_MS });
+        release();
+        await expect.poll(() => page.locator(`table.items tbody tr[data-call-id="${callIds[11]}"] .state`).innerText(), { timeout: LIVE_MS }).toBe('Completed');
+        expect(held).toBeGreaterThan(1);
+      } finally {
+        release();
+        await opened.close();
+      }
+    });
+
     it('saw no CSP violation, console error or uncaught error', () => {
       expect(troubles.flatMap((trouble) => [...trouble.cspViolations, ...trouble.pageErrors, ...trouble.consoleErrors])).toEqual([]);
     });

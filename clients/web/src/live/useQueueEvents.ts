@@ -1,6 +1,7 @@
 import type { LoupeClient } from '@loupe/client';
 import { useQueryClient, type QueryKey } from '@tanstack/react-query';
 import { usePacedRuns } from './paced-runs.ts';
+import { renewQueries } from './renew-queries.ts';
 import { useEventStream, type LiveState } from './useEventStream.ts';
 
 export type { LiveState };
@@ -26,7 +27,7 @@ export function useQueueEvents(
   const queryClient = useQueryClient();
   const paced = usePacedRuns();
   const refetch = () => {
-    for (const queryKey of queryKeys) void queryClient.invalidateQueries({ queryKey });
+    for (const queryKey of queryKeys) void renewQueries(queryClient, queryKey);
   };
   return useEventStream(
     { client, projectId, queueId },

@@ -4,6 +4,7 @@ import { useRef, useState } from 'react';
 import { projectStatsKey, queueQuery, queueStatsQuery } from '../annotate/annotate-queries.ts';
 import { messageOf, projectsQuery } from '../api.ts';
 import type { LiveState } from '../live/useEventStream.ts';
+import { renewQueries } from '../live/renew-queries.ts';
 import { useProjectEvents } from '../live/useProjectEvents.ts';
 import { Link } from '../router.tsx';
 import { pathOf } from '../routes.ts';
@@ -36,13 +37,13 @@ export function QueueSection({ client, session, projectId, access, onNotice }: {
     onQueueChanged: async (queueId, updated) => {
       // A queue created, edited or deleted: the list first, so that the counts of a queue just
       // deleted are not read (they are gone: 404).
-      if (updated) await queryClient.invalidateQueries({ queryKey: queuesKey });
+      if (updated) await renewQueries(queryClient, queuesKey);
       if (!queryClient.getQueryData(queuesKey)?.some((queue) => queue.id === queueId)) return;
-      await queryClient.invalidateQueries({ queryKey: queueStatsQuery(client, session, projectId, queueId).queryKey });
+      await renewQueries(queryClient, queueStatsQuery(client, session, projectId, queueId).queryKey);
     },
     onReconnect: () => {
-      void queryClient.invalidateQueries({ queryKey: queuesKey });
-      void queryClient.invalidateQueries({ queryKey: projectStatsKey(session, projectId) });
+      void renewQueries(queryClient, queuesKey);
+      void renewQueries(queryClient, projectStatsKey(session, projectId));
     },
   });
   const save = useMutation({
