@@ -2,6 +2,7 @@ import type { RequestListener } from 'node:http';
 import { TRPCError } from '@trpc/server';
 import { createExpressMiddleware } from '@trpc/server/adapters/express';
 import express from 'express';
+import { NEXT_CURSOR_HEADER } from '@loupe/shared/headers';
 import { contextFactory, type Services } from './api/context.ts';
 import { errorHeaders } from './api/error-policy.ts';
 import { DomainError } from './domain/errors.ts';
@@ -23,10 +24,24 @@ import { webApp } from './http/web-app.ts';
  * The typed door's response headers: every error in one response shares the status, and the first
  * decides the extra headers. tRPC answers some errors before any context exists (a batch mixing
  * queries and mutations, an unsupported media type) as text/plain: every error of this door is JSON.
+ *
+ * A single query answered with a next page repeats that page's cursor in `Loupe-Next-Cursor`: a
+ * client reads headers before the body, so it can ask for the next page while it still parses this one.
  */
-function typedDoorMeta({ errors }: { errors: readonly TRPCError[] }) {
+function typedDoorMeta({ errors, data }: { errors: readonly TRPCError[]; data: readonly unknown[] }) {
   const first = errors[0];
-  return first ? { headers: { ...errorHeaders(first), 'Content-Type': 'application/json' } } : {};
+  if (first) return { headers: { ...errorHeaders(first), 'Content-Type': 'application/json' } };
+  const cursor = data.length === 1 ? nextCursorOf(data[0]) : undefined;
+  return cursor && cursor.length <= MAX_HINTED_CURSOR ? { headers: { [NEXT_CURSOR_HEADER]: cursor } } : {};
+}
+
+/** Longer cursors (long sort values) are left to the body: the header is a hint, kept small. */
+const MAX_HINTED_CURSOR = 2048;
+
+/** The `next_cursor` of a query's answer (contract 5.6), when it names a next page. */
+function nextCursorOf(response: unknown): string | undefined {
+  const answer = (response as { result?: { data?: { next_cursor?: unknown } } } | undefined)?.result?.data;
+  return typeof answer?.next_cursor === 'string' ? answer.next_cursor : undefined;
 }
 
 function onError({ error, ctx }: { error: TRPCError; ctx?: { log?: () => Services['log'] } | undefined }) {

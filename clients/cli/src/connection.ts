@@ -6,8 +6,11 @@ export type GlobalOptions = { url?: string; apiKey?: string; json?: boolean };
 
 export const DEFAULT_URL = 'http://127.0.0.1:8000';
 
-/** The typed client for the server named by `--url`/`LOUPE_URL`, with `--api-key`/`LOUPE_API_KEY`. */
-export function connect(options: GlobalOptions, { needsKey = true } = {}): LoupeClient {
+/**
+ * The typed client for the server named by `--url`/`LOUPE_URL`, with `--api-key`/`LOUPE_API_KEY`;
+ * `fetch` sends its requests (cursor hints) instead of the global one.
+ */
+export function connect(options: GlobalOptions, { needsKey = true, fetch }: { needsKey?: boolean; fetch?: typeof globalThis.fetch } = {}): LoupeClient {
   const url = options.url ?? process.env.LOUPE_URL ?? DEFAULT_URL;
   const apiKey = options.apiKey ?? process.env.LOUPE_API_KEY;
   if (needsKey && !apiKey) throw new CliError('no API key: set LOUPE_API_KEY or pass --api-key', EXIT.usage);
@@ -17,5 +20,5 @@ export function connect(options: GlobalOptions, { needsKey = true } = {}): Loupe
     throw new CliError(`not a URL: ${url}`, EXIT.usage);
   }
   // One request per call: import sends its own batches, and one failed batch must not fail others.
-  return createClient({ url, batch: false, ...(apiKey ? { apiKey } : {}) });
+  return createClient({ url, batch: false, ...(apiKey ? { apiKey } : {}), ...(fetch ? { fetch } : {}) });
 }

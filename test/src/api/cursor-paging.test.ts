@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
+import { createClient } from '@loupe/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CursorHints } from '../../../clients/cli/src/cursor-hints.ts';
 import { describeEachBackend } from '../harness/backends.ts';
-import { client, createUser, rest, type CreatedKeyForTest } from '../harness/http.ts';
+import { basic, client, createUser, rest, type CreatedKeyForTest } from '../harness/http.ts';
 import { batchCreate, freeForm, type StoredFeedback } from '../harness/feedback.ts';
 import { addItems, createCalls, createQueue, queueWithItems, uniqueId, type Item } from '../harness/queues.ts';
 import { startTestServer, type TestServer } from '../harness/server.ts';
@@ -288,6 +290,49 @@ describeEachBackend('cursor paging', (backend) => {
         }
       });
     }
+
+    it('repeats a single typed-door query\'s next_cursor in the Loupe-Next-Cursor header, and not on the last page or in a batch', async () => {
+      const typed = async (procedures: string, inputs: unknown[]) => {
+        const batch = inputs.length > 1 || procedures.includes(',');
+        const input = batch ? Object.fromEntries(inputs.map((value, index) => [index, value])) : inputs[0];
+        const query = new URLSearchParams({ ...(batch ? { batch: '1' } : {}), input: JSON.stringify(input) });
+        const response = await fetch(`${server.url}/trpc/${procedures}?${query}`, { headers: { authorization: basic(member.api_key) } });
+        const body = (await response.json()) as any;
+        expect(response.status, JSON.stringify(body)).toBe(200);
+        return { header: response.headers.get('loupe-next-cursor'), body };
+      };
+      const input = (cursor?: string) => ({ project_id: feedbackProject, limit: 7, ...(cursor ? { cursor } : {}) });
+      const cursors: (string | null)[] = [];
+      let cursor: string | undefined;
+      do {
+        const { header, body } = await typed('feedback.query', [input(cursor)]);
+        expect(header).toBe(body.result.data.next_cursor);
+        cursors.push(header);
+        cursor = header ?? undefined;
+      } while (cursor);
+      // 15 records by 7: two pages that name a next one, then the last, without the header.
+      expect(cursors.map((value) => typeof value)).toEqual(['string', 'string', 'object']);
+      // A batch has several answers: no single cursor to repeat.
+      const batched = await typed('feedback.query,feedback.query', [input(), input()]);
+      expect(batched.body[0].result.data.next_cursor).toBe(cursors[0]);
+      expect(batched.header).toBeNull();
+    });
+
+    it('hands the CLI\'s listener the next cursor from the header, before the answer is parsed', async () => {
+      const hints = new CursorHints();
+      const typed = createClient({ url: server.url, apiKey: member.api_key, batch: false, fetch: hints.fetch });
+      const heard: string[] = [];
+      let answered = false;
+      const stop = hints.listen('feedback.query', (cursor) => heard.push(answered ? `late ${cursor}` : cursor));
+      const first = await typed.feedback.query.query({ project_id: feedbackProject, limit: 7 });
+      answered = true;
+      expect(heard).toEqual([first.next_cursor]);
+      // Another procedure's answers and those after stop() are not heard.
+      await typed.calls.query.query({ project_id: feedbackProject, limit: 1 });
+      stop();
+      await typed.feedback.query.query({ project_id: feedbackProject, limit: 7, cursor: first.next_cursor! });
+      expect(heard).toEqual([first.next_cursor]);
+    });
 
     it('continues without gap or repeat while records are being added', async () => {
       const project = `acme/cursor-growing-${backend}`;

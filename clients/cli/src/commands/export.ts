@@ -1,5 +1,6 @@
 import { Command, Option } from 'commander';
 import { connect, type GlobalOptions } from '../connection.ts';
+import { CursorHints } from '../cursor-hints.ts';
 import { CliError, EXIT, refused } from '../errors.ts';
 import type { Count } from '../export/feedback.ts';
 import { exportFeedback, FEEDBACK_COLUMNS, type FeedbackFilter } from '../export/feedback.ts';
@@ -85,12 +86,13 @@ export function exportCommands(globals: () => GlobalOptions): Command {
     .action(async (flags: FeedbackFlags) => {
       const options = globals();
       const json = options.json ?? false;
-      const client = connect(options);
+      const hints = new CursorHints();
+      const client = connect(options, { fetch: hints.fetch });
       const writer = openWriter(flags.format, flags.out, FEEDBACK_COLUMNS);
       const progress = startProgress('export feedback', !json, false);
       await run(json, flags.out, 'feedback', async (count) => {
         try {
-          await exportFeedback(client, flags.project, feedbackFilter(flags), flags.pageSize, writer, progress, count);
+          await exportFeedback(client, hints, flags.project, feedbackFilter(flags), flags.pageSize, writer, progress, count);
         } finally {
           progress.stop();
           await writer.close();

@@ -1,4 +1,5 @@
 import type { LoupeClient } from '@loupe/client';
+import type { CursorHints } from '../cursor-hints.ts';
 import type { Progress } from '../output.ts';
 import { pagedBy, pages } from './pages.ts';
 import type { RowWriter } from './writer.ts';
@@ -24,9 +25,13 @@ export function feedbackPage(client: LoupeClient, projectId: string, filter: Fee
 /** Rows written so far, kept by the caller so that a failure midway can say how many. */
 export type Count = { written: number };
 
-/** Streams every matching feedback record to the writer. */
+/**
+ * Streams every matching feedback record to the writer; `hints` is the client's fetch, so that the
+ * next page is asked for when the current one starts to arrive.
+ */
 export async function exportFeedback(
   client: LoupeClient,
+  hints: CursorHints,
   projectId: string,
   filter: FeedbackFilter | undefined,
   pageSize: number,
@@ -34,7 +39,7 @@ export async function exportFeedback(
   progress: Progress,
   count: Count,
 ): Promise<void> {
-  for await (const rows of pages(feedbackPage(client, projectId, filter, pageSize))) {
+  for await (const rows of pages(feedbackPage(client, projectId, filter, pageSize), (listener) => hints.listen('feedback.query', listener))) {
     await writer.write(rows);
     count.written += rows.length;
     progress.update(count.written);

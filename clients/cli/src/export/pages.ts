@@ -1,3 +1,4 @@
+import type { CursorListener } from '../cursor-hints.ts';
 import { DEFAULT_RETRY, withRetry } from '../retry.ts';
 
 /** One page of a query and the cursor of the next (contract 5.6), `null` after the last. */
@@ -5,18 +6,38 @@ export type Page<T> = { rows: T[]; next_cursor: string | null };
 
 /**
  * The rows of a query, page by page. The next page is requested as soon as its cursor is known,
- * so the server reads it while this process writes the current one; at most two pages are held,
- * so memory stays bounded whatever the size of the result. A page is asked again on 429, 503 or
- * no answer (a query changes nothing, and a cursor can be used twice).
+ * so the server reads it while this process writes the current one. With `announced` (the
+ * server's cursor hints for this query), that is when the current page's answer starts to arrive,
+ * so the server also reads it while this process parses the current one; at most one page is asked
+ * for beyond the one awaited, so at most three pages are held and memory stays bounded whatever the
+ * size of the result. A page is asked again on 429, 503 or no answer (a query changes nothing, and a
+ * cursor can be used twice).
  */
-export async function* pages<T>(fetchPage: (cursor: string | undefined) => Promise<Page<T>>): AsyncGenerator<T[]> {
-  const fetchWithRetry = (cursor: string | undefined) => withRetry(() => fetchPage(cursor), DEFAULT_RETRY);
-  let next: Promise<Page<T>> | undefined = fetchWithRetry(undefined);
-  while (next) {
-    const page: Page<T> = await next;
-    next = page.next_cursor === null ? undefined : fetchWithRetry(page.next_cursor);
-    next?.catch(() => undefined); // awaited on the next turn; not an unhandled rejection meanwhile
-    if (page.rows.length) yield page.rows;
+export async function* pages<T>(
+  fetchPage: (cursor: string | undefined) => Promise<Page<T>>,
+  announced?: (listener: CursorListener) => () => void,
+): AsyncGenerator<T[]> {
+  const fetchWithRetry = (cursor: string | undefined) => {
+    const page = withRetry(() => fetchPage(cursor), DEFAULT_RETRY);
+    page.catch(() => undefined); // awaited on a later turn; not an unhandled rejection meanwhile
+    return page;
+  };
+  let ahead: { cursor: string; page: Promise<Page<T>> } | undefined;
+  const stop = announced?.((cursor) => {
+    if (!ahead) ahead = { cursor, page: fetchWithRetry(cursor) };
+  });
+  try {
+    let next: Promise<Page<T>> | undefined = fetchWithRetry(undefined);
+    while (next) {
+      const page: Page<T> = await next;
+      const cursor = page.next_cursor;
+      next = cursor === null ? undefined : ahead?.cursor === cursor ? ahead.page : fetchWithRetry(cursor);
+      // A hint not taken (an answer asked again) is dropped: hints follow the pages from here.
+      ahead = undefined;
+      if (page.rows.length) yield page.rows;
+    }
+  } finally {
+    stop?.();
   }
 }
 
