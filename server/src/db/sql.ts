@@ -47,6 +47,25 @@ export async function sqlRows<T = Record<string, unknown>>(db: SqlScope, sql: st
   return result.rows as T[];
 }
 
+/**
+ * Runs a read on SQLite and returns its rows as arrays of values in the select list's order:
+ * node:sqlite builds them several times faster than rows with named properties (a page of 2,000
+ * feedback records, payloads parsed and times converted into response objects: 5.4 ms, against
+ * 8–14 ms for the same page built as one JSON array by SQLite and parsed). Outside a transaction
+ * the connection is taken from Kysely first, so that no other statement runs meanwhile.
+ */
+export async function sqliteArrays(db: SqlScope, sql: string, params: readonly unknown[] = []): Promise<unknown[][]> {
+  const held = db.heldSqlite;
+  if (held) return held.arrays(sql).all(params);
+  const platform = db.getPlatform();
+  const sqlite = platform instanceof SqlitePlatform ? heldDatabase(platform) : undefined;
+  if (!sqlite) throw new Error('sqliteArrays runs on SQLite only');
+  const kysely = db.getKysely();
+  // Inside the entity manager's transaction this flow holds the connection already.
+  if (kysely.isTransaction) return sqlite.arrays(sql).all(params);
+  return kysely.connection().execute(async () => sqlite.arrays(sql).all(params));
+}
+
 /** Runs a write and returns how many rows it changed. */
 export async function sqlRun(db: SqlScope, sql: string, params: readonly unknown[] = []): Promise<number> {
   const held = db.heldSqlite;

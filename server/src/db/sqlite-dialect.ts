@@ -20,7 +20,33 @@ const STATEMENT_CACHE_SIZE = 256;
 const CACHEABLE_SQL_LENGTH = 64 * 1024;
 
 /** The one connection, as Kysely's driver calls it (and sql.ts inside a held connection). */
-export type LoupeSqliteDatabase = SqliteDatabase & { inTransaction(): boolean };
+export type LoupeSqliteDatabase = SqliteDatabase & {
+  inTransaction(): boolean;
+  /** A read whose rows come as arrays of values in the select list's order (sql.ts's sqliteArrays). */
+  arrays(sql: string): { all(params: readonly unknown[]): unknown[][] };
+};
+
+/** The most recently used prepared statements by their SQL, up to STATEMENT_CACHE_SIZE. */
+class StatementCache<T> {
+  readonly #entries = new Map<string, T>();
+
+  get(sql: string, prepare: () => T): T {
+    let entry = this.#entries.get(sql);
+    if (entry) {
+      this.#entries.delete(sql); // re-inserted below: the Map's order is the recency order
+    } else {
+      entry = prepare();
+      if (sql.length > CACHEABLE_SQL_LENGTH) return entry;
+      if (this.#entries.size >= STATEMENT_CACHE_SIZE) this.#entries.delete(this.#entries.keys().next().value!);
+    }
+    this.#entries.set(sql, entry);
+    return entry;
+  }
+
+  clear(): void {
+    this.#entries.clear();
+  }
+}
 
 // Kysely hands over parameters as unknown values; they are the values this project binds (text,
 // numbers, bigints, null, bytes), which node:sqlite checks again as it binds them.
@@ -70,24 +96,22 @@ export class LoupeSqliteDialect extends SqliteDialect {
         const db = new DatabaseSync(path);
         // A 32 MiB page cache (SQLite's default is 2 MiB) keeps index pages of a growing database warm.
         db.exec('pragma journal_mode = wal; pragma synchronous = normal; pragma busy_timeout = 5000; pragma foreign_keys = on; pragma cache_size = -32768');
-        // Recently used statements, wrapped once in the shape Kysely's driver calls.
-        const cache = new Map<string, SqliteStatement>();
+        // Recently used statements, wrapped once in the shape Kysely's driver calls; those that
+        // return arrays apart (the mode is the statement's own).
+        const cache = new StatementCache<SqliteStatement>();
+        const arrayCache = new StatementCache<{ all(params: readonly unknown[]): unknown[][] }>();
         const database: LoupeSqliteDatabase = {
-          prepare(sql: string) {
-            let entry = cache.get(sql);
-            if (entry) {
-              cache.delete(sql); // re-insert below: the Map's order is the recency order
-            } else {
-              entry = wrap(db.prepare(sql), READER.test(sql) || RETURNING.test(sql));
-              if (sql.length > CACHEABLE_SQL_LENGTH) return entry;
-              if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!);
-            }
-            cache.set(sql, entry);
-            return entry;
-          },
+          prepare: (sql: string) => cache.get(sql, () => wrap(db.prepare(sql), READER.test(sql) || RETURNING.test(sql))),
+          arrays: (sql: string) =>
+            arrayCache.get(sql, () => {
+              const stmt = db.prepare(sql);
+              stmt.setReturnArrays(true);
+              return { all: (params) => stmt.all(...(params as SQLInputValue[])) as unknown as unknown[][] };
+            }),
           inTransaction: () => db.isTransaction,
           close() {
             cache.clear();
+            arrayCache.clear();
             db.close();
           },
         };
