@@ -12,4 +12,3 @@ export * from './refs.ts';
 export * from './feedback.ts';
 export * from './agreement.ts';
 export * from './queue-events.ts';
-export * from './headers.ts';
