@@ -1,19 +1,34 @@
-import { v5 as uuidv5 } from 'uuid';
+import { createHash } from 'node:crypto';
+import { ClientId, FeedbackCreateReq } from '@loupe/shared';
 import { expect, it } from 'vitest';
 import { inputKey, lineId } from '../../../clients/cli/src/import/ids.ts';
 import { chunkByLength } from '../../../clients/cli/src/export/queue.ts';
 import { majority, mean, specKind } from '../../../clients/cli/src/export/scores.ts';
 
-// The pure parts of the CLI: derived ids (the README promises UUIDv5), lookup chunks, summaries.
+// The pure parts of the CLI: derived ids (the README documents their layout), lookup chunks, summaries.
 
-it('derives a line id as the UUIDv5 of kind, input key, line number and text', () => {
+const sha = (algorithm: string, text: string) => createHash(algorithm).update(text).digest('hex');
+
+it('derives a line id as a UUIDv8 of the input, the line number and a hash of the line, ascending with the lines', () => {
   const key = inputKey('{"first":"line"}');
-  expect(key).toMatch(/^[0-9a-f]{64}$/);
-  for (const [line, text] of [[1, '{"a":1}'], [2, '{"é":"ünïcödé 👍"}'], [1_000_000, '']] as const) {
-    expect(lineId('feedback', key, line, text)).toBe(uuidv5(`feedback\n${key}\n${line}\n${text}`, '6f1d2c1e-8a4b-5c3d-9e2f-4b7a1c0d9e8f'));
+  expect(key).toBe(sha('sha256', '{"first":"line"}'));
+  const prefix = sha('sha256', `feedback\n${key}`).slice(0, 12);
+  for (const [line, text] of [[1, '{"a":1}'], [2, '{"é":"ünïcödé 👍"}'], [1_000_000, ''], [2 ** 36 - 1, '{}']] as const) {
+    const id = lineId('feedback', key, line, text);
+    const hex = line.toString(16).padStart(9, '0');
+    const content = sha('sha1', `feedback\n${key}\n${line}\n${text}`).slice(0, 9);
+    expect(id).toBe(`${prefix.slice(0, 8)}-${prefix.slice(8)}-8${hex.slice(0, 3)}-8${hex.slice(3, 6)}-${hex.slice(6)}${content}`);
+    // The server's schemas for ids: a UUID (version 8, RFC variant) for feedback, ClientId for calls.
+    expect(FeedbackCreateReq.shape.id.safeParse(id).success).toBe(true);
+    expect(ClientId.safeParse(id).success).toBe(true);
   }
+  const ids = [1, 2, 9, 10, 4095, 4096, 16_777_215, 16_777_216, 2 ** 36 - 1].map((line) => lineId('calls', key, line, `{"n":${line}}`));
+  expect([...ids].sort()).toEqual(ids);
   expect(lineId('calls', key, 1, '{}')).not.toBe(lineId('feedback', key, 1, '{}'));
-  expect(lineId('calls', key, 1, '{}')).not.toBe(lineId('calls', key, 2, '{}'));
+  expect(lineId('calls', key, 1, '{}')).not.toBe(lineId('calls', key, 1, '{ }'));
+  expect(lineId('calls', key, 1, '{}')).not.toBe(lineId('calls', inputKey('{}'), 1, '{}'));
+  expect(lineId('calls', key, 1, '{}')).toBe(lineId('calls', key, 1, '{}'));
+  expect(() => lineId('calls', key, 2 ** 36, '{}')).toThrow(RangeError);
 });
 
 it('splits filter values so that each query stays short enough for a URL', () => {
