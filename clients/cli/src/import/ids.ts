@@ -3,8 +3,8 @@ import { createHash, hash as digest } from 'node:crypto';
 /** Line numbers an id has room for (36 bits: 68.7 billion lines). */
 const MAX_LINE = 2 ** 36 - 1;
 
-/** The ids' first 48 bits for each kind and input key, computed once per input. */
-const prefixes = new Map<string, string>();
+/** The ids' first 48 bits (hex) for the last kind and input key asked for: one input per run. */
+let prefixOf = { head: '', prefix: '' };
 
 /**
  * The identity of an input: the SHA-256 of its first line. Known as soon as that line is read (so
@@ -25,18 +25,15 @@ export function inputKey(firstLine: string): string {
  *
  * A re-run of the same input gives every line the same id, so the server's idempotency stores
  * nothing twice; a line whose text changed is a new record. One input's ids ascend with its lines:
- * each batch lands at one end of the server's (project_id, id) index instead of across it, as
- * random ids (a hash of the whole line, as UUIDv5) did — SQLite stored a million records 1.5 times
- * faster so, as the index outgrows its page cache.
+ * each batch lands at one end of the server's (project_id, id) index, not across it as random ids
+ * (a hash of the whole line) would: SQLite stores a million records 1.5 times faster so, as the
+ * index outgrows its page cache.
  */
 export function lineId(kind: string, key: string, lineNumber: number, text: string): string {
   if (!Number.isSafeInteger(lineNumber) || lineNumber < 0 || lineNumber > MAX_LINE) throw new RangeError(`line ${lineNumber} is beyond what an id holds`);
   const head = `${kind}\n${key}`;
-  let prefix = prefixes.get(head);
-  if (!prefix) {
-    if (prefixes.size > 16) prefixes.clear(); // one input per run; a cache, not a record
-    prefixes.set(head, (prefix = digest('sha256', head, 'hex').slice(0, 12)));
-  }
+  if (prefixOf.head !== head) prefixOf = { head, prefix: digest('sha256', head, 'hex').slice(0, 12) };
+  const { prefix } = prefixOf;
   const line = lineNumber.toString(16).padStart(9, '0');
   const content = digest('sha1', `${head}\n${lineNumber}\n${text}`, 'hex');
   return `${prefix.slice(0, 8)}-${prefix.slice(8)}-8${line.slice(0, 3)}-8${line.slice(3, 6)}-${line.slice(6)}${content.slice(0, 9)}`;
