@@ -1,4 +1,4 @@
-import { createHash, hash as digest } from 'node:crypto';
+import { hash as digest } from 'node:crypto';
 
 /** Line numbers an id has room for (36 bits: 68.7 billion lines). */
 const MAX_LINE = 2 ** 36 - 1;
@@ -11,7 +11,7 @@ let prefixOf = { head: '', prefix: '' };
  * stdin works), and unchanged when lines are appended to the file later.
  */
 export function inputKey(firstLine: string): string {
-  return createHash('sha256').update(firstLine).digest('hex');
+  return digest('sha256', firstLine, 'hex');
 }
 
 /**
