@@ -6,6 +6,8 @@ import { ModelCatalog } from './catalog/catalog.ts';
 import type { Config } from './config.ts';
 import { maskedDatabaseUrl } from './db/database-url.ts';
 import { dialectOf, openDatabase } from './db/orm.ts';
+import { serverSecret } from './db/server-secret.ts';
+import { CursorSeal } from './domain/cursor.ts';
 import { lockSqliteFile } from './db/sqlite-server-lock.ts';
 import { createLogger, type Logger } from './log.ts';
 import { createApp } from './app.ts';
@@ -36,6 +38,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
 
 async function serve(config: Config, log: Logger, catalog: ModelCatalog, unlock = () => {}): Promise<RunningServer> {
   const orm = await openDatabase(config.databaseUrl, config.dbPoolSize, { timeouts: config.dbTimeouts });
+  const cursorSeal = new CursorSeal(await serverSecret(orm, config.secret));
   const services: Services = {
     config,
     orm,
@@ -44,6 +47,7 @@ async function serve(config: Config, log: Logger, catalog: ModelCatalog, unlock 
     authFailures: createAuthBrake(orm, dialectOf(config.databaseUrl), { limit: config.limits.authFailuresPerMinute }, log),
     queueEvents: createQueueEvents(config, log),
     eventStreams: new StreamSlots(config.eventStreams),
+    cursorSeal,
   };
   // Listening before the first request: a subscription opened right after start-up misses nothing.
   await waitAtMost(services.queueEvents.ready(), config.dbTimeouts.connectMs);
