@@ -76,10 +76,15 @@ export class Batcher {
    * memory held stays bounded whatever their sizes.
    */
   async makeRoom(size: number): Promise<void> {
-    while (!this.stopped && this.held > 0 && this.held + size > this.options.heldSize) {
+    while (!this.stopped && !this.hasRoom(size)) {
       if (this.pending.length) await this.flush();
       else await Promise.race(this.inFlight);
     }
+  }
+
+  /** Whether a line of `size` may be parsed now (a record alone always fits). */
+  hasRoom(size: number): boolean {
+    return this.held === 0 || this.held + size <= this.options.heldSize;
   }
 
   private get held(): number {

@@ -129,8 +129,10 @@ export async function runImport(options: ImportOptions): Promise<ImportSummary> 
         } else {
           // A line is decoded and parsed once the records held leave room for it.
           size = typeof line === 'string' ? line.length : line.bytes.length;
-          await batcher.makeRoom(size);
-          if (batcher.stopped) break reading;
+          if (!batcher.hasRoom(size)) {
+            await batcher.makeRoom(size);
+            if (batcher.stopped) break reading;
+          }
           key ??= inputKey(textOf(line));
           record = readRecord(line, options, key, number);
           if (record === null) continue; // blank lines hold no record

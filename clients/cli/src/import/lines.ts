@@ -55,13 +55,15 @@ async function* splitLines(stream: AsyncIterable<Buffer>, maxLineBytes: number):
   let pendingBytes = 0;
   let head: string | undefined; // set while the current line is too long and being skipped
   let afterReturn = false;
+  // A too-long line's head: its first bytes, as many whichever way the input was cut into reads.
+  const headBytes = Math.min(maxLineBytes + 1, HEAD_BYTES);
   /** Adds bytes to the line being read; past the limit, keeps only its head. */
   const extend = (part: Buffer) => {
     if (head !== undefined || !part.length) return;
     pending.push(part);
     pendingBytes += part.length;
     if (pendingBytes > maxLineBytes) {
-      head = Buffer.concat(pending, Math.min(pendingBytes, HEAD_BYTES)).toString('utf8');
+      head = Buffer.concat(pending, headBytes).toString('utf8');
       pending = [];
       pendingBytes = 0;
     }
@@ -80,7 +82,7 @@ async function* splitLines(stream: AsyncIterable<Buffer>, maxLineBytes: number):
   /** A line that a read holds whole, checked against the limit. */
   const whole = (text: string): Line => {
     if (text.length * 3 <= maxLineBytes || Buffer.byteLength(text) <= maxLineBytes) return text;
-    return { tooLong: true, head: Buffer.from(text.slice(0, HEAD_BYTES)).subarray(0, HEAD_BYTES).toString('utf8') };
+    return { tooLong: true, head: Buffer.from(text.slice(0, headBytes)).subarray(0, headBytes).toString('utf8') };
   };
   for await (const bytes of stream) {
     const lines: Line[] = [];
