@@ -7,8 +7,8 @@ import type { Config } from './config.ts';
 import { maskedDatabaseUrl } from './db/database-url.ts';
 import { dialectOf, openDatabase } from './db/orm.ts';
 import { serverSecret } from './db/server-secret.ts';
-import { CursorSeal } from './domain/cursor.ts';
 import { lockSqliteFile } from './db/sqlite-server-lock.ts';
+import { CursorSeal } from './domain/cursor.ts';
 import { createLogger, type Logger } from './log.ts';
 import { createApp } from './app.ts';
 import { clientErrorAnswer } from './http/client-error.ts';
@@ -38,7 +38,13 @@ export async function startServer(config: Config, log: Logger = createLogger(con
 
 async function serve(config: Config, log: Logger, catalog: ModelCatalog, unlock = () => {}): Promise<RunningServer> {
   const orm = await openDatabase(config.databaseUrl, config.dbPoolSize, { timeouts: config.dbTimeouts });
-  const cursorSeal = new CursorSeal(await serverSecret(orm, config.secret));
+  let cursorSeal: CursorSeal;
+  try {
+    cursorSeal = new CursorSeal(await serverSecret(orm, config.secret));
+  } catch (error) {
+    await orm.close(true);
+    throw error;
+  }
   const services: Services = {
     config,
     orm,

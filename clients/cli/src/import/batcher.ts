@@ -78,7 +78,8 @@ export class Batcher {
   async makeRoom(size: number): Promise<void> {
     while (!this.stopped && !this.hasRoom(size)) {
       if (this.pending.length) await this.flush();
-      else await Promise.race(this.inFlight);
+      else if (this.inFlight.size) await Promise.race(this.inFlight);
+      else return;
     }
   }
 
