@@ -50,7 +50,7 @@ function firstEnd(bytes: Buffer, from: number): number {
  * small heap the CLI runs with, until it ends, and past `maxLineBytes` it is dropped and the rest
  * of it skipped: a file without line endings costs no more memory than one line at the limit.
  */
-async function* splitLines(stream: AsyncIterable<Buffer>, maxLineBytes: number): AsyncGenerator<LineChunk> {
+export async function* splitLines(stream: AsyncIterable<Buffer>, maxLineBytes: number): AsyncGenerator<LineChunk> {
   let pending: Buffer[] = [];
   let pendingBytes = 0;
   let head: string | undefined; // set while the current line is too long and being skipped
