@@ -56,6 +56,17 @@ const DatabaseUrl = z
     'has "@" or "/" after the host: percent-encode them in the password (%40, %2F)',
   );
 
+/**
+ * The server key (cursor seals): at least 256 bits written as hex (64 or more digits) or base64url
+ * (43 or more characters); the text itself is the key. The message never repeats the value.
+ */
+const Secret = z
+  .string()
+  .refine(
+    (text) => (/^[0-9a-fA-F]+$/.test(text) ? text.length >= 64 : /^[A-Za-z0-9_-]{43,}={0,2}$/.test(text)) && text.length <= 1024,
+    'must be at least 32 random bytes written as hex (64 or more digits) or base64url (43 or more characters), e.g. the output of `openssl rand -hex 32`',
+  );
+
 /** Every setting, read from the environment; names are those of the README's configuration table. */
 const Env = z.object({
   HOST: z.string().min(1).default('127.0.0.1'),
@@ -82,6 +93,7 @@ const Env = z.object({
   LOUPE_EVENT_STREAM_MAX_LIFE_MS: int(1_000, 86_400_000).default(300_000),
   LOUPE_CATALOG_WATCH: bool.default(true),
   LOUPE_TRUST_PROXY: TrustProxy.default(false),
+  LOUPE_SECRET: Secret.optional(),
 });
 
 export type Config = {
@@ -112,6 +124,8 @@ export type Config = {
   watchCatalog: boolean;
   /** Express's `trust proxy`: false, a hop count, or addresses/CIDRs. */
   trustProxy: false | number | string[];
+  /** LOUPE_SECRET; when unset, the server uses the one kept in its database (db/server-secret.ts). */
+  secret: string | undefined;
 };
 
 export class ConfigError extends Error {}
@@ -155,5 +169,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     watchCatalog: e.LOUPE_CATALOG_WATCH,
     trustProxy: e.LOUPE_TRUST_PROXY,
+    secret: e.LOUPE_SECRET,
   };
 }

@@ -6,7 +6,9 @@ import { ModelCatalog } from './catalog/catalog.ts';
 import type { Config } from './config.ts';
 import { maskedDatabaseUrl } from './db/database-url.ts';
 import { dialectOf, openDatabase } from './db/orm.ts';
+import { serverSecret } from './db/server-secret.ts';
 import { lockSqliteFile } from './db/sqlite-server-lock.ts';
+import { CursorSeal } from './domain/cursor.ts';
 import { createLogger, type Logger } from './log.ts';
 import { createApp } from './app.ts';
 import { clientErrorAnswer } from './http/client-error.ts';
@@ -36,6 +38,13 @@ export async function startServer(config: Config, log: Logger = createLogger(con
 
 async function serve(config: Config, log: Logger, catalog: ModelCatalog, unlock = () => {}): Promise<RunningServer> {
   const orm = await openDatabase(config.databaseUrl, config.dbPoolSize, { timeouts: config.dbTimeouts });
+  let cursorSeal: CursorSeal;
+  try {
+    cursorSeal = new CursorSeal(await serverSecret(orm, config.secret));
+  } catch (error) {
+    await orm.close(true);
+    throw error;
+  }
   const services: Services = {
     config,
     orm,
@@ -44,6 +53,7 @@ async function serve(config: Config, log: Logger, catalog: ModelCatalog, unlock 
     authFailures: createAuthBrake(orm, dialectOf(config.databaseUrl), { limit: config.limits.authFailuresPerMinute }, log),
     queueEvents: createQueueEvents(config, log),
     eventStreams: new StreamSlots(config.eventStreams),
+    cursorSeal,
   };
   // Listening before the first request: a subscription opened right after start-up misses nothing.
   await waitAtMost(services.queueEvents.ready(), config.dbTimeouts.connectMs);

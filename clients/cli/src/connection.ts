@@ -20,5 +20,14 @@ export function connect(options: GlobalOptions, { needsKey = true, fetch }: { ne
     throw new CliError(`not a URL: ${url}`, EXIT.usage);
   }
   // One request per call: import sends its own batches, and one failed batch must not fail others.
-  return createClient({ url, batch: false, ...(apiKey ? { apiKey } : {}), ...(fetch ? { fetch } : {}) });
+  return createClient({ url, batch: false, ...(apiKey ? { apiKey } : {}), fetch: bodyAsBytes(fetch ?? globalThis.fetch) });
+}
+
+/**
+ * Sends a string body as bytes. Node's fetch still references a request's body after its answer
+ * has come; a string is kept in the heap (which the CLI keeps small: a batch of large lines would
+ * stay there twice), bytes outside it.
+ */
+function bodyAsBytes(fetch: typeof globalThis.fetch): typeof globalThis.fetch {
+  return (input, init) => fetch(input, typeof init?.body === 'string' ? { ...init, body: Buffer.from(init.body) } : init);
 }

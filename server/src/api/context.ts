@@ -7,6 +7,7 @@ import type { QueueEventBus } from '../events/queue-event-bus.ts';
 import type { StreamSlots } from '../events/stream-slots.ts';
 import { unitOfWork, type Em, type Orm } from '../db/orm.ts';
 import type { SqlScope } from '../db/sql.ts';
+import type { CursorSeal } from '../domain/cursor.ts';
 import { admittedUser, refusalOf } from '../http/admission.ts';
 import { requestLog, type Logger } from '../log.ts';
 
@@ -20,6 +21,8 @@ export type Services = {
   /** Queue events: published by writes, delivered to this process's open event streams. */
   queueEvents: QueueEventBus;
   eventStreams: StreamSlots;
+  /** Seals query cursors under the server key. */
+  cursorSeal: CursorSeal;
 };
 
 // A job that loads or changes entities takes `unitOfWork()`; a job written only in SQL takes `db`.

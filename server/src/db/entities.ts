@@ -112,4 +112,15 @@ export const AnnotationQueueRecord = defineEntity({
   },
 });
 
-export const entities = [User, ApiKey, EntityRecord, Membership, Project, Call, AnnotationSpecRecord, AnnotationQueueRecord];
+/** A secret the server made for itself (see db/server-secret.ts), shared by its processes. */
+export const ServerSecret = defineEntity({
+  name: 'ServerSecret',
+  tableName: 'server_secrets',
+  properties: {
+    name: p.string().primary(),
+    value: p.text(),
+    createdAt: p.datetime(),
+  },
+});
+
+export const entities = [User, ApiKey, EntityRecord, Membership, Project, Call, AnnotationSpecRecord, AnnotationQueueRecord, ServerSecret];

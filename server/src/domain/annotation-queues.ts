@@ -146,7 +146,7 @@ export async function createQueue(em: Em, user: AuthUser, req: AnnotationQueueCr
   return { id };
 }
 
-export async function queryQueues(em: Em, user: AuthUser, req: AnnotationQueueQueryReq, page: Page): Promise<AnnotationQueue[]> {
+export async function queryQueues(em: Em, user: AuthUser, req: AnnotationQueueQueryReq, page: Omit<Page, 'seal'>): Promise<AnnotationQueue[]> {
   requireProjectAccess(user, req.project_id, 'read');
   const name = req.name?.trim().toLowerCase();
   const qb = em

@@ -126,7 +126,7 @@ const CALL_KEYS: KeysetKey[] = [
 export async function queryCalls(em: Em, user: AuthUser, query: CallQueryReq, page: Page): Promise<CursorPage<CallDto>> {
   requireProjectAccess(user, query.project_id, 'read');
   const filter = query.filter ?? {};
-  const fingerprint = queryFingerprint({ of: 'calls', project_id: query.project_id, filter });
+  const fingerprint = queryFingerprint({ of: 'calls', project_id: query.project_id, filter }, page.seal);
   let after = {};
   if (page.cursor !== undefined) {
     const bound = keyset(CALL_KEYS, decodeCursor(em, page.cursor, fingerprint, CALL_KEYS).values, 'after');

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { dateFromSql, sqlDate, type SqlScope } from '../db/sql.ts';
 import { invalid } from './errors.ts';
 
@@ -9,11 +9,11 @@ import { invalid } from './errors.ts';
  * page is the rows strictly after those values in the same order — a keyset, so its cost does not
  * grow with depth, and rows added meanwhile are neither skipped nor repeated.
  *
- * A cursor is opaque to clients but not secret: it is base64url JSON, and the seal is a plain
- * hash, so it catches a cursor altered or cut short but not one rebuilt by someone who hashes it
- * again. What such a cursor can do is bounded: its values name a position in a query the client
- * may run anyway (checked by type before they reach the database), and its position only numbers
- * the rows of the client's own next page (checked to be a bounded integer, never used in SQL).
+ * A cursor is opaque to clients but not secret: it is base64url JSON. The seal is an HMAC-SHA-256
+ * under the server key (LOUPE_SECRET, or the one the server keeps in its database), so a cursor
+ * altered in any way, cut short, or rebuilt and hashed again by a client is refused; only the
+ * server makes cursors. Its values are still checked by type before they reach the database, and
+ * its position to be a bounded integer (it only numbers rows, never goes into SQL).
  */
 
 /** A sort value as it travels in a cursor: dates keep their type, so they are bound as dates again. */
@@ -30,18 +30,35 @@ export type DecodedCursor = { values: unknown[]; position: number | null };
  */
 const MAX_POSITION = 2 ** 48;
 
-/** The key of a query, for binding its cursors: the same query gives the same fingerprint. */
-export function queryFingerprint(query: Record<string, unknown>): string {
-  return digest(query);
+/**
+ * Seals cursors under the server key. The HMAC key is derived from the secret for this one use,
+ * so that the same secret can key other things without their tags ever being interchangeable.
+ */
+export class CursorSeal {
+  readonly #key: Buffer;
+
+  constructor(secret: string) {
+    this.#key = createHmac('sha256', secret).update('loupe cursor seal v1').digest();
+  }
+
+  /** The seal of a cursor's contents: any change to the fingerprint, values or position breaks it. */
+  seal(body: Omit<CursorBody, 's'>): string {
+    return createHmac('sha256', this.#key).update(canonicalJson({ q: body.q, k: body.k, p: body.p })).digest('base64url');
+  }
+
+  /** Whether `seal` is the seal of `body` (compared in constant time). */
+  holds(body: CursorBody): boolean {
+    const expected = Buffer.from(this.seal(body));
+    const given = Buffer.from(body.s);
+    return given.length === expected.length && timingSafeEqual(given, expected);
+  }
 }
 
-function digest(value: unknown): string {
-  return createHash('sha256').update(canonicalJson(value)).digest('base64url').slice(0, 22);
-}
+/** The key of a query, for binding its cursors (the same query gives the same digest), and the seal they carry. */
+export type QueryFingerprint = { digest: string; seal: CursorSeal };
 
-/** The seal of a cursor's contents: any change to the fingerprint, values or position breaks it. */
-function seal(body: Omit<CursorBody, 's'>): string {
-  return digest({ q: body.q, k: body.k, p: body.p });
+export function queryFingerprint(query: Record<string, unknown>, seal: CursorSeal): QueryFingerprint {
+  return { digest: createHash('sha256').update(canonicalJson(query)).digest('base64url').slice(0, 22), seal };
 }
 
 /** JSON with object keys sorted and undefined members dropped, so equal queries print alike. */
@@ -60,9 +77,9 @@ function canonicalJson(value: unknown): string {
  * The cursor after `row`: its values of the keys, as the database returned them, and its 1-based
  * position in the query's ranking when known (`null`: the cursor carries none).
  */
-export function encodeCursor(fingerprint: string, keys: readonly KeysetKey[], row: Record<string, unknown>, position: number | null = null): string {
-  const contents = { q: fingerprint, k: keys.map((key) => toCursorValue(key, row[key.field])), ...(position === null ? {} : { p: position }) };
-  const body: CursorBody = { ...contents, s: seal(contents) };
+export function encodeCursor(fingerprint: QueryFingerprint, keys: readonly KeysetKey[], row: Record<string, unknown>, position: number | null = null): string {
+  const contents = { q: fingerprint.digest, k: keys.map((key) => toCursorValue(key, row[key.field])), ...(position === null ? {} : { p: position }) };
+  const body: CursorBody = { ...contents, s: fingerprint.seal.seal(contents) };
   return Buffer.from(JSON.stringify(body)).toString('base64url');
 }
 
@@ -80,15 +97,15 @@ const notACursor = () => invalid('cursor is not a cursor this service gave: pass
  * value of the right type for each sort key — a forged value must not reach the database as a
  * comparison it refuses.
  */
-export function decodeCursor(db: SqlScope, cursor: string, fingerprint: string, keys: readonly KeysetKey[]): DecodedCursor {
+export function decodeCursor(db: SqlScope, cursor: string, fingerprint: QueryFingerprint, keys: readonly KeysetKey[]): DecodedCursor {
   let body: unknown;
   try {
     body = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
   } catch {
     throw notACursor();
   }
-  if (!isCursorBody(body) || body.k.length !== keys.length || body.s !== seal(body)) throw notACursor();
-  if (body.q !== fingerprint) {
+  if (!isCursorBody(body) || body.k.length !== keys.length || !fingerprint.seal.holds(body)) throw notACursor();
+  if (body.q !== fingerprint.digest) {
     throw invalid('cursor does not belong to this query: it was made by a query with another project, queue, filter or sort.');
   }
   const values = keys.map((key, index) => {

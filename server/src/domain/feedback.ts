@@ -310,7 +310,7 @@ export async function queryFeedback(db: SqlScope, user: AuthUser, req: FeedbackQ
     ...(req.sort_by ?? [{ field: 'created_at', direction: 'asc' } as const]).map((s) => ({ ...SORT_KEYS[s.field], direction: s.direction })),
     { column: 'id', field: 'id', type: 'text', direction: 'asc' },
   ];
-  const fingerprint = queryFingerprint({ of: 'feedback', project_id: req.project_id, filter: f, keys });
+  const fingerprint = queryFingerprint({ of: 'feedback', project_id: req.project_id, filter: f, keys }, page.seal);
   if (page.cursor !== undefined) {
     const bound = keyset(keys, decodeCursor(db, page.cursor, fingerprint, keys).values, 'after');
     where.add(bound.sql, ...bound.params);

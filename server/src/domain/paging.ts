@@ -1,19 +1,20 @@
+import type { CursorSeal } from './cursor.ts';
 import { invalid } from './errors.ts';
 
 export type Paging = { limit?: number | undefined; offset?: number | undefined; cursor?: string | undefined };
-/** A page to read: `limit` rows from `offset`, or after `cursor` (never both). */
-export type Page = { limit: number; offset: number; cursor: string | undefined };
+/** A page to read: `limit` rows from `offset`, or after `cursor` (never both); `seal` makes and checks cursors. */
+export type Page = { limit: number; offset: number; cursor: string | undefined; seal: CursorSeal };
 
 export const DEFAULT_LIMIT = 100;
 
 /** Resolves a query's limit, offset and cursor against the server's maximum. */
-export function resolvePaging(paging: Paging, maxLimit: number): Page {
+export function resolvePaging(paging: Paging, maxLimit: number, seal: CursorSeal): Page {
   const limit = paging.limit ?? DEFAULT_LIMIT;
   if (limit > maxLimit) throw invalid(`limit must be at most ${maxLimit}.`);
   if (paging.cursor !== undefined && paging.offset !== undefined) {
     throw invalid('cursor and offset cannot be used together: a cursor already says where its page starts.');
   }
-  return { limit, offset: paging.offset ?? 0, cursor: paging.cursor };
+  return { limit, offset: paging.offset ?? 0, cursor: paging.cursor, seal };
 }
 
 /** A page of rows and the cursor of the page after it (null at the end). */

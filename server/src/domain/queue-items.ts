@@ -188,7 +188,7 @@ export async function queryItems(
   where.inList('i.state', filter.annotation_states);
   const filtered = where.count > 1;
   const keys = sortKeys(req.sort_by);
-  const fingerprint = queryFingerprint({ of: 'items', project_id: req.project_id, queue_id: req.queue_id, filter, keys });
+  const fingerprint = queryFingerprint({ of: 'items', project_id: req.project_id, queue_id: req.queue_id, filter, keys }, page.seal);
   const cursor = page.cursor === undefined ? undefined : decodeCursor(db, page.cursor, fingerprint, keys);
   if (cursor) {
     const bound = keyset(keys, cursor.values, 'after');

@@ -7,6 +7,7 @@ import { openApiDocument } from '../api/openapi.ts';
 import type { Orm } from '../db/orm.ts';
 import { requestLog } from '../log.ts';
 import { sendError } from './errors.ts';
+import { setPageHeaders } from './page-headers.ts';
 import type { Metrics } from './metrics.ts';
 
 const DOCS_INDEX = `<!doctype html>
@@ -14,6 +15,7 @@ const DOCS_INDEX = `<!doctype html>
 <head>
   <meta charset="utf-8">
   <title>Loupe API</title>
+  <link rel="icon" type="image/png" href="/docs/favicon-32x32.png">
   <link rel="stylesheet" href="/docs/swagger-ui.css">
 </head>
 <body>
@@ -68,6 +70,11 @@ export function operationsRouter(orm: Orm, metrics: Metrics, readyTimeoutMs: num
   const assets = getAbsoluteFSPath();
   // Fail at start-up, not on the first visit, if the package is missing its assets.
   readFileSync(join(assets, 'swagger-ui-bundle.js'), { flag: 'r' }).subarray(0, 1);
+  // Swagger UI is a page of this origin like the web app, under the same headers (its assets too).
+  routes.use('/docs', (_req, res, next) => {
+    setPageHeaders(res);
+    next();
+  });
   routes.get(['/docs', '/docs/', '/docs/index.html'], (_req, res) => {
     res.type('html').send(DOCS_INDEX);
   });

@@ -4,26 +4,10 @@ import { extname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { NextFunction, Request, Response } from 'express';
 import { sendError } from './errors.ts';
+import { setPageHeaders } from './page-headers.ts';
 
 /** Where `npm run build -w @loupe/web` writes the web app. */
 export const WEB_DIST = fileURLToPath(new URL('../../../clients/web/dist/', import.meta.url));
-
-/** Everything the app needs comes from this origin: no inline code, no CDN, no framing. */
-const APP_HEADERS: Record<string, string> = {
-  'Content-Security-Policy': [
-    "default-src 'self'",
-    "script-src 'self'",
-    "style-src 'self'",
-    "img-src 'self' data:",
-    "connect-src 'self'",
-    "frame-ancestors 'none'",
-    "base-uri 'none'",
-    "form-action 'self'",
-    "object-src 'none'",
-  ].join('; '),
-  'X-Content-Type-Options': 'nosniff',
-  'Referrer-Policy': 'no-referrer',
-};
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -126,7 +110,7 @@ export function webApp(dist: string = WEB_DIST) {
     if (req.method !== 'GET' && req.method !== 'HEAD') return next();
     if (req.path === '/') return res.redirect(302, '/app/');
     if (req.path !== '/app' && !req.path.startsWith('/app/')) return next();
-    for (const [name, value] of Object.entries(APP_HEADERS)) res.setHeader(name, value);
+    setPageHeaders(res);
     if (req.path === '/app') return res.redirect(302, '/app/');
     const app = loaded();
     if (!app) {

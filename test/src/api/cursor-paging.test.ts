@@ -1,11 +1,13 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { createClient } from '@loupe/client';
+import { openDatabase, sqlRows } from '@loupe/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CursorHints } from '../../../clients/cli/src/cursor-hints.ts';
 import { describeEachBackend } from '../harness/backends.ts';
 import { basic, client, createUser, rest, type CreatedKeyForTest } from '../harness/http.ts';
 import { batchCreate, freeForm, type StoredFeedback } from '../harness/feedback.ts';
 import { addItems, createCalls, createQueue, queueWithItems, uniqueId, type Item } from '../harness/queues.ts';
+import { freshDatabase, type TestDatabase } from '../harness/databases.ts';
 import { startTestServer, type TestServer } from '../harness/server.ts';
 
 // Contract 5.6: `cursor` / `next_cursor` on the calls, feedback and items queries.
@@ -163,7 +165,7 @@ describeEachBackend('cursor paging', (backend) => {
       expect(positions(fresh.rows)).toEqual([4, 5]);
     });
 
-    it('refuses an altered cursor, and lets a rebuilt one only renumber the page it leads to', async () => {
+    it('refuses an altered cursor, and one sealed again by a client (a plain hash, the old seal)', async () => {
       const page = await itemsPage(queueId, { limit: 2, include_position: true });
       const body = JSON.parse(Buffer.from(page.next_cursor!, 'base64url').toString());
       expect(body.p).toBe(2);
@@ -183,22 +185,25 @@ describeEachBackend('cursor paging', (backend) => {
         expect(reply.status, JSON.stringify(altered)).toBe(400);
         expect(reply.reason).toMatch(/not a cursor/);
       }
-      // The seal is a plain hash: sealed again, a position within bounds numbers the same rows from elsewhere…
+      // The seal is an HMAC under the server key: sealed again with a plain SHA-256 of the contents
+      // (as seals once were), or cut short, a cursor is refused whatever it says, its own position included.
       const sealed = (p: unknown) => {
-        const seal = createHash('sha256').update(JSON.stringify({ k: body.k, p, q: body.q })).digest('base64url').slice(0, 22);
-        return cursorOf({ q: body.q, k: body.k, p, s: seal });
+        const seal = createHash('sha256').update(JSON.stringify({ k: body.k, p, q: body.q })).digest('base64url');
+        return [cursorOf({ q: body.q, k: body.k, p, s: seal.slice(0, 22) }), cursorOf({ q: body.q, k: body.k, p, s: seal })];
       };
-      const genuine = await status(page.next_cursor!);
-      const rebuilt = await status(sealed(1000));
-      expect(rebuilt.status).toBe(200);
-      expect(ids(rebuilt.items)).toEqual(ids(genuine.items));
-      expect(positions(rebuilt.items)).toEqual([1001, 1002]);
-      // …and one out of bounds, or not a whole number, is refused.
-      for (const p of [0, -1, 1.5, '3', 2 ** 53, 1e300]) {
-        const reply = await status(sealed(p));
-        expect(reply.status, String(p)).toBe(400);
-        expect(reply.reason).toMatch(/not a cursor/);
+      for (const p of [2, 1000, 0, -1, 1.5, '3', 2 ** 53, 1e300]) {
+        for (const cursor of sealed(p)) {
+          const reply = await status(cursor);
+          expect(reply.status, String(p)).toBe(400);
+          expect(reply.reason).toMatch(/not a cursor/);
+        }
       }
+      const reply = await status(cursorOf({ ...body, s: body.s.slice(0, 22) }));
+      expect(reply.status).toBe(400);
+      // The cursor as given still leads on.
+      const genuine = await status(page.next_cursor!);
+      expect(genuine.status).toBe(200);
+      expect(positions(genuine.items)).toEqual([3, 4]);
     });
 
     it('continues without gap or repeat while items are being added', async () => {
@@ -396,5 +401,90 @@ describeEachBackend('cursor paging', (backend) => {
       await expect(trpc.calls.query.query({ project_id: project, limit: 1, cursor: next_cursor! })).rejects.toThrow(FOREIGN);
       await expect(trpc.calls.query.query({ project_id: project, filter, offset: 1, cursor: next_cursor! })).rejects.toThrow(/cursor and offset/);
     });
+  });
+});
+
+// Issue 23 point 8: cursors are sealed under the server key, LOUPE_SECRET or, when unset, the one
+// the first server made and stored in the database.
+describeEachBackend('cursor seal: the server key', (backend) => {
+  const databases: TestDatabase[] = [];
+  const running = new Set<TestServer>();
+  afterAll(async () => {
+    for (const server of running) await server.stop();
+    for (const database of databases) await database.drop();
+  });
+  async function fresh(): Promise<TestDatabase> {
+    const database = await freshDatabase(backend);
+    databases.push(database);
+    return database;
+  }
+  async function start(database: TestDatabase, env: Record<string, string> = {}): Promise<TestServer> {
+    const server = await startTestServer(backend, env, database);
+    running.add(server);
+    return server;
+  }
+  async function stop(server: TestServer): Promise<void> {
+    running.delete(server);
+    await server.stop();
+  }
+  /** A queue of 3 items on `server`, and the cursor after its first item. */
+  async function queueAndCursor(server: TestServer): Promise<{ key: string; queueId: string; cursor: string }> {
+    const { api_key: key } = await createUser(server, { entity: 'acme', role: 'member', username: uniqueId('seal') });
+    const { queueId } = await queueWithItems(server, key, 'acme/seal', 3);
+    const { next_cursor: cursor } = (await itemsAfter(server, key, queueId)).body;
+    return { key, queueId, cursor };
+  }
+  const itemsAfter = (server: TestServer, key: string, queueId: string, cursor?: string) =>
+    rest(server, 'POST', `/annotation_queues/${queueId}/items/query`, { key, body: { project_id: 'acme/seal', limit: 1, ...(cursor ? { cursor } : {}) } });
+  const secrets = (server: TestServer) => sqlRows<{ name: string; value: string }>(server.server.services.orm.em, 'select name, value from server_secrets');
+
+  it('makes a key on first start and keeps it in the database: a cursor from before a restart still works', async () => {
+    const database = await fresh();
+    const first = await start(database);
+    const { key, queueId, cursor } = await queueAndCursor(first);
+    const before = await itemsAfter(first, key, queueId, cursor);
+    expect(before.status, before.text).toBe(200);
+    const [stored] = await secrets(first);
+    expect(stored).toEqual({ name: 'cursor_seal', value: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/) });
+    await stop(first);
+
+    const again = await start(database);
+    const after = await itemsAfter(again, key, queueId, cursor);
+    expect(after.status, after.text).toBe(200);
+    expect(after.body).toEqual(before.body);
+    expect(await secrets(again)).toEqual([stored]);
+  });
+
+  if (backend === 'postgresql') {
+    it('servers started at once on one database agree on one key', async () => {
+      const database = await fresh();
+      const orm = await openDatabase(database.url, 1); // migrated first, as a deployment does
+      await orm.close(true);
+      const servers = await Promise.all([start(database), start(database), start(database)]);
+      expect(await secrets(servers[0]!)).toHaveLength(1);
+      const { key, queueId, cursor } = await queueAndCursor(servers[0]!);
+      const answers = await Promise.all(servers.map((server) => itemsAfter(server, key, queueId, cursor)));
+      for (const answer of answers) expect(answer.status, answer.text).toBe(200);
+      expect(new Set(answers.map((answer) => answer.text)).size).toBe(1);
+    });
+  }
+
+  it('uses LOUPE_SECRET when set (storing nothing): a cursor sealed under another key is refused', async () => {
+    const database = await fresh();
+    const secretA = randomBytes(32).toString('hex');
+    const withA = await start(database, { LOUPE_SECRET: secretA });
+    const { key, queueId, cursor } = await queueAndCursor(withA);
+    expect(await secrets(withA)).toEqual([]);
+    await stop(withA);
+
+    for (const env of [{ LOUPE_SECRET: randomBytes(32).toString('base64url') }, {}] as Record<string, string>[]) {
+      const other = await start(database, env);
+      const refused = await itemsAfter(other, key, queueId, cursor);
+      expect(refused.status, JSON.stringify(env)).toBe(400);
+      expect(refused.body).toMatchObject({ code: 'BAD_REQUEST', reason: expect.stringMatching(/not a cursor this service gave/) });
+      await stop(other);
+    }
+    const backWithA = await start(database, { LOUPE_SECRET: secretA });
+    expect((await itemsAfter(backWithA, key, queueId, cursor)).status).toBe(200);
   });
 });

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { connect } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -226,5 +227,30 @@ describeEachBackend('hostile requests', (backend) => {
     expectError(reply, 400, 'BAD_REQUEST');
     expect(reply.body.reason).toContain('batch[1].ended_at');
     expect(await storedCalls(['order-ok', 'order-bad'])).toEqual([]);
+  });
+
+  it('refuses a cursor a client made or changed (400), on every query that pages by cursor', async () => {
+    await rest(server, 'POST', '/calls/batch/create', { key: member.api_key, body: { batch: [call(projectId, 'cursor-1'), call(projectId, 'cursor-2')] } });
+    const queue = await rest(server, 'POST', '/annotation_queues', { key: member.api_key, body: { project_id: projectId, name: 'cursors' } });
+    await rest(server, 'POST', `/annotation_queues/${queue.body.id}/items`, { key: member.api_key, body: { project_id: projectId, call_ids: ['cursor-1', 'cursor-2'] } });
+    await rest(server, 'POST', '/feedback/batch/create', {
+      key: member.api_key,
+      body: { batch: [1, 2].map((n) => ({ project_id: projectId, svc_ref: `svc:///${projectId}/call/cursor-${n}`, feedback_type: 'note', payload: { n } })) },
+    });
+    const cursorOf = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+    for (const path of ['/calls/query', '/feedback/query', `/annotation_queues/${queue.body.id}/items/query`]) {
+      const page = (cursor?: string) => rest(server, 'POST', path, { key: member.api_key, body: { project_id: projectId, limit: 1, ...(cursor ? { cursor } : {}) } });
+      const genuine = (await page()).body.next_cursor as string;
+      const body = JSON.parse(Buffer.from(genuine, 'base64url').toString());
+      // Another row's values, sealed again with a plain SHA-256 as a client can (the seal is an HMAC under the server key).
+      const k = [...body.k.slice(0, -1), 'cursor-0'];
+      const plain = createHash('sha256').update(JSON.stringify({ k, p: body.p, q: body.q })).digest('base64url');
+      for (const forged of [cursorOf({ ...body, k, s: plain }), cursorOf({ ...body, k, s: plain.slice(0, 22) }), cursorOf({ ...body, k }), `${genuine}x`, cursorOf({ ...body, s: body.s.slice(1) })]) {
+        const reply = await page(forged);
+        expectError(reply, 400, 'BAD_REQUEST');
+        expect(reply.body.reason, path).toMatch(/cursor is not a cursor this service gave/);
+      }
+      expect((await page(genuine)).status, path).toBe(200);
+    }
   });
 });

@@ -102,9 +102,9 @@ describeEachBackend('loupe import: bad lines and limits', (backend) => {
     expect(summary).toMatchObject({ stored: 2000, stored_lines: [[1, 2000]], bad_lines: 0 });
     const { projects } = await client(small, smallMember.api_key).projects.query.query({});
     expect(projects.find((p) => p.project_id === project)?.counts.feedback).toBe(2000);
-    // One record larger than the body limit is a bad line, not an endless split.
+    // One record larger than the body limit is a bad line, not an endless split (exit 3: the input's fault).
     writeJsonl(join(dir, 'huge.jsonl'), [{ ...lines[0], payload: { text: 'y'.repeat(40_000) } }]);
-    const huge = await runCliJson<Summary>(as(small, smallMember), ['import', 'feedback', join(dir, 'huge.jsonl'), '--project', project], 2);
+    const huge = await runCliJson<Summary>(as(small, smallMember), ['import', 'feedback', join(dir, 'huge.jsonl'), '--project', project], 3);
     expect(huge).toMatchObject({ stored: 0, bad_lines: 1 });
     expect(huge.bad[0]).toMatchObject({ line: 1, status: 413 });
   });

@@ -13,9 +13,12 @@ export type TestServer = {
   stop(): Promise<void>;
 };
 
-/** The real server, in this process, on port 0, over a fresh database of the given backend. */
-export async function startTestServer(backend: Backend, env: Record<string, string> = {}): Promise<TestServer> {
-  const database = await freshDatabase(backend);
+/**
+ * The real server, in this process, on port 0, over a fresh database of the given backend, or over
+ * `shared`, a database the caller made (and drops: stop leaves it), e.g. for a restart.
+ */
+export async function startTestServer(backend: Backend, env: Record<string, string> = {}, shared?: TestDatabase): Promise<TestServer> {
+  const database = shared ?? (await freshDatabase(backend));
   const config = loadConfig({ ...env, DATABASE_URL: database.url, PORT: '0', LOUPE_CATALOG_WATCH: env.LOUPE_CATALOG_WATCH ?? 'false' });
   const logs: Record<string, unknown>[] = [];
   const sink = new Writable({
@@ -34,7 +37,7 @@ export async function startTestServer(backend: Backend, env: Record<string, stri
     logs,
     async stop() {
       await server.close();
-      await database.drop();
+      if (!shared) await database.drop();
     },
   };
 }

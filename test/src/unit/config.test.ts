@@ -34,3 +34,30 @@ describe('LOUPE_TRUST_PROXY', () => {
     expect(() => trustProxy('-1')).toThrow(ConfigError);
   });
 });
+
+describe('LOUPE_SECRET', () => {
+  const secret = (value?: string) => loadConfig(value === undefined ? {} : { LOUPE_SECRET: value }).secret;
+
+  it('is unset by default (the server then uses the one kept in its database)', () => {
+    expect(secret()).toBeUndefined();
+  });
+
+  it('takes at least 32 bytes written as hex or base64url, as the text given', () => {
+    expect(secret('a1'.repeat(32))).toBe('a1'.repeat(32));
+    expect(secret('Zm9v_-Ab'.repeat(5) + 'xyz')).toBe('Zm9v_-Ab'.repeat(5) + 'xyz');
+    expect(secret('A'.repeat(43) + '=')).toBe('A'.repeat(43) + '=');
+  });
+
+  it('refuses a short or malformed secret at start-up without repeating it', () => {
+    for (const value of ['a1'.repeat(31), 'short', 'A'.repeat(42), 'has spaces in it and is long enough to pass a length check only', 'x'.repeat(1025)]) {
+      let message = '';
+      try {
+        secret(value);
+      } catch (error) {
+        message = (error as Error).message;
+      }
+      expect(message, value).toMatch(/LOUPE_SECRET: must be at least 32 random bytes written as hex \(64 or more digits\) or base64url \(43 or more characters\)/);
+      expect(message).not.toContain(value);
+    }
+  });
+});

@@ -11,14 +11,20 @@ export function positiveInteger(value: string): number {
   return n;
 }
 
-type ImportFlags = { project?: string; batchSize: number; concurrency: number; onError: 'skip' | 'stop'; retries: number };
+type ImportFlags = { project?: string; batchSize: number; concurrency: number; onError: 'skip' | 'stop'; retries: number; maxLineBytes: number; maxDepth: number };
 
-/** 0 when everything was stored; 3 when some was; 2 when nothing was and something failed. */
+/**
+ * 0 when everything was stored; 2 when the server refused a whole request (no line's fault) before
+ * anything was stored; else 3: lines were bad (the summary names them), or a refusal came midway.
+ */
 function exitCodeOf(summary: ImportSummary): ExitCode {
-  const failed = summary.bad_lines > 0 || summary.fatal !== null;
-  if (!failed) return EXIT.ok;
-  return summary.stored > 0 ? EXIT.partial : EXIT.refused;
+  if (summary.bad_lines === 0 && summary.fatal === null) return EXIT.ok;
+  return summary.fatal !== null && summary.stored === 0 ? EXIT.refused : EXIT.partial;
 }
+
+/** The server's defaults (LOUPE_MAX_BODY_BYTES, LOUPE_MAX_JSON_DEPTH): a client cannot ask for them. */
+const SERVER_BODY_BYTES = 32 * 1024 * 1024;
+const SERVER_JSON_DEPTH = 64;
 
 function describe(summary: ImportSummary): string {
   const parts = [`${summary.kind}: ${summary.stored.toLocaleString('en')} of ${summary.records.toLocaleString('en')} records stored`];
@@ -40,6 +46,8 @@ function importCommand(kind: ImportKind, globals: () => GlobalOptions): Command 
     .option('--batch-size <n>', 'records per request (a 413 splits it)', positiveInteger, 1000)
     .option('--concurrency <n>', 'requests in flight', positiveInteger, 4)
     .addOption(new Option('--on-error <mode>', 'on a bad line: skip it, or stop sending').choices(['skip', 'stop']).default('stop'))
+    .option('--max-line-bytes <n>', "longest line read, the server's LOUPE_MAX_BODY_BYTES (a longer line is a bad line, never parsed)", positiveInteger, SERVER_BODY_BYTES)
+    .option('--max-depth <n>', "the server's LOUPE_MAX_JSON_DEPTH (a line nested deeper than it allows is a bad line)", positiveInteger, SERVER_JSON_DEPTH)
     .option('--retries <n>', 'retries of a request on 429, 503 or no answer', (v) => (v === '0' ? 0 : positiveInteger(v)), DEFAULT_RETRY.retries)
     .action(async (file: string, flags: ImportFlags) => {
       const options = globals();
@@ -56,6 +64,8 @@ function importCommand(kind: ImportKind, globals: () => GlobalOptions): Command 
         batchSize: flags.batchSize,
         concurrency: flags.concurrency,
         onError: flags.onError,
+        maxLineBytes: flags.maxLineBytes,
+        maxDepth: flags.maxDepth,
         retry: { ...DEFAULT_RETRY, retries: flags.retries },
         send,
         progress,

@@ -60,7 +60,10 @@ export function openWriter(format: Format, path: string | undefined, columns: st
       },
     };
   }
-  const csv: Stringifier = stringify({ header: true, columns, cast: { boolean: (b) => String(b) } });
+  // escape_formulas: a cell starting with =, +, -, @, tab or carriage return gets a leading `'`
+  // (OWASP's advice on CSV injection), so a spreadsheet shows it as text instead of running it.
+  // Numbers stay numbers: a negative one is no formula.
+  const csv: Stringifier = stringify({ header: true, columns, escape_formulas: true, cast: { boolean: (b) => String(b) } });
   csv.pipe(out, { end: Boolean(path) });
   return {
     async write(rows) {

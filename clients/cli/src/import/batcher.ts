@@ -1,8 +1,8 @@
 import { describeFailure, type Failure } from '../errors.ts';
 import { withRetry, type RetryPolicy } from '../retry.ts';
 
-/** One record to store and the input line it came from. */
-export type Entry = { line: number; record: Record<string, unknown> };
+/** One record to store, the input line it came from, and that line's length (what it holds in memory). */
+export type Entry = { line: number; record: Record<string, unknown>; size: number };
 export type BadLine = { line: number; reason: string; status: number | null };
 export type OnError = 'skip' | 'stop';
 
@@ -11,6 +11,11 @@ export type BatcherOptions = {
   send(records: Record<string, unknown>[]): Promise<unknown>;
   batchSize: number;
   concurrency: number;
+  /**
+   * The line lengths that the records waiting and in flight may add up to; a batch is sent once it
+   * holds its share (heldSize / concurrency) and a record alone always fits.
+   */
+  heldSize: number;
   onError: OnError;
   retry: RetryPolicy;
   onBadLine(bad: BadLine): void;
@@ -45,6 +50,8 @@ export class Batcher {
   private readonly inFlight = new Set<Promise<void>>();
   private readonly ranges: [number, number][] = [];
   private pending: Entry[] = [];
+  private pendingSize = 0;
+  private inFlightSize = 0;
   stored = 0;
   stopped = false;
   fatal: FatalFailure | undefined;
@@ -59,21 +66,53 @@ export class Batcher {
    */
   add(entry: Entry): boolean {
     this.pending.push(entry);
-    return this.pending.length >= this.options.batchSize;
+    this.pendingSize += entry.size;
+    return this.pending.length >= this.options.batchSize || this.pendingSize >= this.options.heldSize / this.options.concurrency;
+  }
+
+  /**
+   * Waits until a line of `size` may be parsed beside the records held (waiting and in flight),
+   * sending what waits first: a file of large lines is read as fast as they are stored, and the
+   * memory held stays bounded whatever their sizes.
+   */
+  async makeRoom(size: number): Promise<void> {
+    while (!this.stopped && !this.hasRoom(size)) {
+      if (this.pending.length) await this.flush();
+      else if (this.inFlight.size) await Promise.race(this.inFlight);
+      else return;
+    }
+  }
+
+  /** Whether a line of `size` may be parsed now (a record alone always fits). */
+  hasRoom(size: number): boolean {
+    return this.held === 0 || this.held + size <= this.options.heldSize;
+  }
+
+  private get held(): number {
+    return this.pendingSize + this.inFlightSize;
   }
 
   /** Sends what is pending as one batch, once a slot is free. */
   async flush(): Promise<void> {
     if (!this.pending.length || this.stopped) return;
     const batch = this.pending;
+    const size = this.pendingSize;
     this.pending = [];
+    this.pendingSize = 0;
+    this.inFlightSize += size;
     while (this.inFlight.size >= this.options.concurrency) await Promise.race(this.inFlight);
-    if (this.stopped) return;
+    if (this.stopped) {
+      this.inFlightSize -= size;
+      return;
+    }
     const task = this.deliver(batch).catch((error: unknown) => {
       this.stopped = true;
       this.fatal ??= error instanceof FatalFailure ? error : new FatalFailure(describeFailure(error));
     });
-    const tracked = task.finally(() => this.inFlight.delete(tracked));
+    const tracked = task.finally(() => {
+      this.inFlight.delete(tracked);
+      this.inFlightSize -= size;
+    });
     this.inFlight.add(tracked);
   }
 
@@ -87,6 +126,7 @@ export class Batcher {
   stop(): void {
     this.stopped = true;
     this.pending = [];
+    this.pendingSize = 0;
   }
 
   /** The stored line numbers, merged into ascending ranges. */

@@ -1,6 +1,7 @@
 import { Batcher, type BadLine, type OnError } from './batcher.ts';
 import { inputKey, lineId } from './ids.ts';
-import { openLines } from './lines.ts';
+import { nestsDeeperThan } from './json-depth.ts';
+import { openLines, type LongLine } from './lines.ts';
 import type { RetryPolicy } from '../retry.ts';
 import type { Progress } from '../output.ts';
 import type { Failure } from '../errors.ts';
@@ -14,6 +15,10 @@ export type ImportOptions = {
   batchSize: number;
   concurrency: number;
   onError: OnError;
+  /** Longest line read: the server's body limit (a longer line is a bad line, never parsed). */
+  maxLineBytes: number;
+  /** Deepest nesting of a request body the server takes (its batch adds two levels to a line). */
+  maxDepth: number;
   retry: RetryPolicy;
   send(records: Record<string, unknown>[]): Promise<unknown>;
   progress: Progress;
@@ -39,8 +44,21 @@ export type ImportSummary = {
 
 const MAX_LISTED_BAD = 1000;
 
+/**
+ * The line lengths (characters) of the records waiting and in flight, at most: with their parsed
+ * values and request bodies they stay well inside the CLI's 96 MB heap. A longer line is sent alone.
+ */
+const HELD_SIZE = 16 * 1024 * 1024;
+
+/** The levels `{"batch": [ … ]}` puts around each line in the request body. */
+const BATCH_LEVELS = 2;
+
 /** Parses a line into a record: a JSON object, with project_id and a derived id filled in. */
 function parseRecord(text: string, options: ImportOptions, key: string, line: number): Record<string, unknown> | string {
+  const depth = options.maxDepth - BATCH_LEVELS;
+  if (nestsDeeperThan(text, depth)) {
+    return `nests objects and arrays deeper than ${depth} levels (the server takes ${options.maxDepth} in a request, whose batch adds ${BATCH_LEVELS})`;
+  }
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -54,10 +72,21 @@ function parseRecord(text: string, options: ImportOptions, key: string, line: nu
   return record;
 }
 
+const textOf = (line: string | LongLine) => (typeof line === 'string' ? line : line.bytes.toString('utf8'));
+
+/**
+ * The record of a line read whole (null for a blank line), or why it has none. Its text lives only
+ * here, so a long line's text is garbage before its record is sent.
+ */
+function readRecord(line: string | LongLine, options: ImportOptions, key: string, number: number): Record<string, unknown> | string | null {
+  const text = textOf(line);
+  return text.trim() ? parseRecord(text, options, key, number) : null;
+}
+
 /** Streams a JSON Lines input into the server in batches; answers what was stored and what was not. */
 export async function runImport(options: ImportOptions): Promise<ImportSummary> {
   const started = performance.now();
-  const source = openLines(options.path);
+  const source = openLines(options.path, options.maxLineBytes);
   const bad: BadLine[] = [];
   let badCount = 0;
   let retries = 0;
@@ -72,6 +101,7 @@ export async function runImport(options: ImportOptions): Promise<ImportSummary> 
     send: options.send,
     batchSize: options.batchSize,
     concurrency: options.concurrency,
+    heldSize: HELD_SIZE,
     onError: options.onError,
     retry: { ...options.retry, onRetry: (failure, attempt) => (retries++, options.retry.onRetry?.(failure, attempt)) },
     onBadLine: noteBad,
@@ -88,12 +118,25 @@ export async function runImport(options: ImportOptions): Promise<ImportSummary> 
   try {
     reading: for await (const chunk of source.chunks) {
       bytesRead += chunk.bytes;
-      for (const text of chunk.lines) {
+      for (const line of chunk.lines) {
         if (batcher.stopped) break reading;
         const number = ++linesRead;
-        key ??= inputKey(text);
-        if (!text.trim()) continue; // blank lines hold no record
-        const record = parseRecord(text, options, key, number);
+        let record: Record<string, unknown> | string | null;
+        let size = 0;
+        if (typeof line !== 'string' && 'tooLong' in line) {
+          key ??= inputKey(line.head);
+          record = `longer than ${options.maxLineBytes.toLocaleString('en')} bytes (--max-line-bytes): not parsed`;
+        } else {
+          // A line is decoded and parsed once the records held leave room for it.
+          size = typeof line === 'string' ? line.length : line.bytes.length;
+          if (!batcher.hasRoom(size)) {
+            await batcher.makeRoom(size);
+            if (batcher.stopped) break reading;
+          }
+          key ??= inputKey(textOf(line));
+          record = readRecord(line, options, key, number);
+          if (record === null) continue; // blank lines hold no record
+        }
         if (typeof record === 'string') {
           noteBad({ line: number, reason: record, status: null });
           if (options.onError === 'stop') {
@@ -104,7 +147,7 @@ export async function runImport(options: ImportOptions): Promise<ImportSummary> 
           continue;
         }
         records++;
-        if (batcher.add({ line: number, record })) await batcher.flush();
+        if (batcher.add({ line: number, record, size })) await batcher.flush();
       }
     }
     await batcher.finish();

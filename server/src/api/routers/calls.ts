@@ -22,7 +22,7 @@ export const callsRouter = router({
     .input(CallQueryReq)
     .output(CallQueryRes)
     .query(async ({ ctx, input }) => {
-      const page = await queryCalls(ctx.unitOfWork(), ctx.user, input, resolvePaging(input, ctx.services.config.limits.queryLimit));
+      const page = await queryCalls(ctx.unitOfWork(), ctx.user, input, resolvePaging(input, ctx.services.config.limits.queryLimit, ctx.services.cursorSeal));
       return { calls: page.rows, next_cursor: page.nextCursor };
     }),
 });
