@@ -1,5 +1,5 @@
 import type { AnnotationQueueStats } from '@loupe/shared';
-import type { AuthUser } from '../auth/authenticate.ts';
+import type { AuthUser } from './auth-user.ts';
 import { placeholders, sqlRows, type SqlScope } from '../db/sql.ts';
 import { requireProjectAccess } from './access.ts';
 import { liveQueues } from './annotation-queues.ts';
