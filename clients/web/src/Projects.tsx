@@ -1,8 +1,8 @@
 import type { LoupeClient } from '@loupe/client';
 import { useQuery } from '@tanstack/react-query';
 import { messageOf, meQuery, projectsQuery, type Project } from './api.ts';
-import { Link } from './router.tsx';
-import { pathOf } from './routes.ts';
+import { Link } from '@tanstack/react-router';
+import { links } from './routes.ts';
 
 const dateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
 
@@ -58,7 +58,7 @@ function ProjectTable({ projects }: { projects: Project[] }) {
           {projects.map((project) => (
             <tr key={project.project_id}>
               <th scope="row">
-                <Link to={pathOf({ name: 'project', projectId: project.project_id })}>{project.name}</Link>
+                <Link {...links.project(project.project_id)}>{project.name}</Link>
               </th>
               <td>{project.entity}</td>
               <td className="number">{project.counts.calls}</td>

@@ -21,8 +21,8 @@ import { checkValue, fieldKind, fieldOptions, readInput, type FieldInput, type J
 import { ShortcutsDialog } from '../annotate/ShortcutsDialog.tsx';
 import { useShortcuts } from '../annotate/shortcuts.ts';
 import { useQueueEvents, type LiveState } from '../live/useQueueEvents.ts';
-import { Link } from '../router.tsx';
-import { pathOf } from '../routes.ts';
+import { Link } from '@tanstack/react-router';
+import { links } from '../routes.ts';
 import type { QueuePageProps } from './page-props.ts';
 import '../annotate/annotate.css';
 
@@ -287,7 +287,7 @@ export function AnnotatePage({ client, session, projectId, queueId }: QueuePageP
   return (
     <div className="annotate">
       <nav aria-label="Breadcrumb" className="crumbs">
-        <Link to={pathOf({ name: 'project', projectId })}>{projectId}</Link> / <Link to={pathOf({ name: 'queue', projectId, queueId })}>{queueData.name}</Link>
+        <Link {...links.project(projectId)}>{projectId}</Link> / <Link {...links.queue(projectId, queueId)}>{queueData.name}</Link>
       </nav>
       <div className="annotate-bar">
         <h1>Annotate: {queueData.name}</h1>
