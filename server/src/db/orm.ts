@@ -1,7 +1,7 @@
 import { MikroORM, type Options } from '@mikro-orm/core';
 import { Migrator } from '@mikro-orm/migrations';
 import { SqliteDriver, type AbstractSqlDriver, type SqlEntityManager } from '@mikro-orm/sql';
-import { entities } from './entities.ts';
+import { entitiesOf } from './entities.ts';
 import { migrations } from './migrations/index.ts';
 import { LoupePostgreSqlDriver, SelfClosingClient } from './postgres-driver.ts';
 import { LoupeSqliteDialect } from './sqlite-dialect.ts';
@@ -46,7 +46,7 @@ function postgresDriverOptions(timeouts: DatabaseTimeouts): Record<string, unkno
 
 function optionsFor(databaseUrl: string, poolSize: number, timeouts: DatabaseTimeouts): Partial<Options<AbstractSqlDriver>> {
   const common = {
-    entities,
+    entities: entitiesOf(dialectOf(databaseUrl)),
     extensions: [Migrator],
     migrations: { migrationsList: migrations[dialectOf(databaseUrl)], transactional: true, allOrNothing: true, silent: true, snapshot: false },
     discovery: { warnWhenNoEntities: false },
