@@ -4,7 +4,7 @@ import { describeEachBackend } from '../harness/backends.ts';
 import { describeInBrowser, launchChromium, openPage, screenshot, seriousViolations, type PageTrouble } from '../harness/browser.ts';
 import { allFeedback, callRefOf, createSpec } from '../harness/feedback.ts';
 import { createUser, rest, type CreatedKeyForTest } from '../harness/http.ts';
-import { createCalls, createQueue, queryItems, stats, uniqueId, type CallInput } from '../harness/queues.ts';
+import { createCalls, createQueue, projectQuery, queryItems, stats, uniqueId, type CallInput } from '../harness/queues.ts';
 import { startTestServer, type TestServer } from '../harness/server.ts';
 
 // The annotate page in Chromium against the real server: everything is set up through the API,
@@ -54,8 +54,11 @@ describeInBrowser('annotate page in Chromium', () => {
       return { queueId, callIds };
     }
 
+    /** Console errors other than Chromium's log of a request answered 404. */
+    const withoutNotFound = (errors: string[]) => errors.filter((message) => !/status of 404/.test(message));
+
     /** The annotate page of a queue, signed in as alice, with no pointer ever used. */
-    async function openAnnotate(queueId: string): Promise<{ page: Page; close: () => Promise<void> }> {
+    async function openAnnotate(queueId: string): Promise<{ page: Page; trouble: PageTrouble; close: () => Promise<void> }> {
       const opened = await openPage(browser);
       troubles.push(opened.trouble);
       const { page } = opened;
@@ -264,6 +267,48 @@ describeInBrowser('annotate page in Chromium', () => {
         expect(await page.title()).toBe(title);
         await screenshot(page, `${backend}-annotate-hostile`);
         expect(await seriousViolations(page)).toEqual([]);
+      } finally {
+        await close();
+      }
+    });
+
+    it('says plainly that a queue which does not exist is gone, with a way back to its project', async () => {
+      const opened = await openPage(browser);
+      const { page, trouble } = opened;
+      try {
+        await page.addInitScript((key: string) => sessionStorage.setItem('loupe.apiKey', key), alice.api_key);
+        await page.goto(`${server.url}/app/p/${PROJECT}/q/00000000-0000-7000-8000-000000000000/annotate`);
+        await page.getByRole('heading', { level: 1, name: 'This queue is gone' }).waitFor({ timeout: 10_000 });
+        await expect.poll(() => page.getByText('Loading…').count()).toBe(0);
+        await page.getByRole('link', { name: `Back to ${PROJECT}` }).focus();
+        await page.keyboard.press('Enter');
+        await page.waitForURL(`${server.url}/app/p/${PROJECT}`);
+        expect(await seriousViolations(page)).toEqual([]);
+        // Chromium logs the 404 answers to the page's reads of the queue; nothing else went wrong.
+        expect({ ...trouble, consoleErrors: withoutNotFound(trouble.consoleErrors) }).toEqual({ cspViolations: [], consoleErrors: [], pageErrors: [] });
+      } finally {
+        await opened.close();
+      }
+    });
+
+    it('says at once that a queue deleted while an item is open is gone, and stores nothing after', async () => {
+      const { queueId } = await queueOf([{ op_name: 'doomed-1' }, { op_name: 'doomed-2' }]);
+      const { page, close, trouble } = await openAnnotate(queueId);
+      try {
+        await page.keyboard.press('Enter');
+        await callHeading(page, 'doomed-1').waitFor();
+        await page.keyboard.press('1');
+        const deleted = await rest(server, 'DELETE', `/annotation_queues/${queueId}${projectQuery(PROJECT)}`, { key: alice.api_key });
+        expect(deleted.status, deleted.text).toBe(200);
+        // Told by the queue's live event, not by a failed submit.
+        await page.getByRole('heading', { level: 1, name: 'This queue is gone' }).waitFor({ timeout: 5_000 });
+        await screenshot(page, `${backend}-annotate-gone`);
+        await page.keyboard.press('Control+Enter');
+        await page.keyboard.press('s');
+        expect(await allFeedback(server, alice.api_key, PROJECT, { queue_id: queueId })).toEqual([]);
+        expect(await page.getByRole('link', { name: `Back to ${PROJECT}` }).getAttribute('href')).toBe(`/app/p/${PROJECT}`);
+        // The 404 answers to the page's reads of the deleted queue are expected (see the last case).
+        trouble.consoleErrors.splice(0, trouble.consoleErrors.length, ...withoutNotFound(trouble.consoleErrors));
       } finally {
         await close();
       }

@@ -2,7 +2,7 @@ import type { LoupeClient } from '@loupe/client';
 import { useIsMutating, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useMemo, useRef, useState } from 'react';
 import { canWrite, roleIn } from '../access.ts';
-import { messageOf, meQuery } from '../api.ts';
+import { messageOf, meQuery, statusOf } from '../api.ts';
 import { useQueueEvents } from '../live/useQueueEvents.ts';
 import { callQuery, queueQuery, queueStatsQuery, readAhead, rubricQuery, type Queue, type QueueItem } from './annotate-queries.ts';
 import { changesOf, feedbackRecords, RecordIds, type StoredRecords } from './feedback-records.ts';
@@ -63,10 +63,12 @@ export function useAnnotationSession({ client, session, projectId, queueId }: Se
   const shownItem = reopened?.item ?? held?.item ?? null;
   const call = useQuery({ ...callQuery(client, session, projectId, shownItem?.call_id ?? ''), enabled: shownItem !== null });
 
-  // Done / total follow other annotators' work without a reload. Only the stats: the queue's own
-  // settings are read once, so that a refetch does not renew what the writes hold.
+  // Done / total follow other annotators' work without a reload. The queue itself is read again
+  // only when it changed: a deleted queue then shows as gone at once.
   const statsKey = queueStatsQuery(client, session, projectId, queueId).queryKey;
-  const live = useQueueEvents(client, projectId, queueId, [statsKey]);
+  const live = useQueueEvents(client, projectId, queueId, [statsKey], { onQueueUpdated: () => void queue.refetch() });
+  /** The queue does not exist (a wrong link), or was deleted while the page was open. */
+  const gone = queue.isError && statusOf(queue.error) === 404;
 
   // Read ahead the calls of the items likely to come next.
   const heldId = held?.item.id;
@@ -82,7 +84,15 @@ export function useAnnotationSession({ client, session, projectId, queueId }: Se
   const busy = useIsMutating({ mutationKey }) > 0;
   /** Whether a write is under way now (read from the cache, so a second key press in the same tick sees the first). */
   const writing = () => queryClient.isMutating({ mutationKey }) > 0;
-  const writeOptions = { mutationKey, onMutate: () => setFailure(undefined), onError: (error: unknown) => setFailure(messageOf(error)) };
+  const writeOptions = {
+    mutationKey,
+    onMutate: () => setFailure(undefined),
+    onError: (error: unknown) => {
+      setFailure(messageOf(error));
+      // The queue may be what went away (a 404, or feedback naming a queue that no longer is).
+      void queue.refetch();
+    },
+  };
 
   /** Shows the claimed item (or that nothing is left) with an empty form. */
   const show = (item: QueueItem | null, queueData: Queue) => {
@@ -250,6 +260,7 @@ export function useAnnotationSession({ client, session, projectId, queueId }: Se
 
   return {
     queue,
+    gone,
     stats,
     specs,
     fields,

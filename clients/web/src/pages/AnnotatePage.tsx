@@ -21,7 +21,7 @@ import '../annotate/annotate.css';
 export function AnnotatePage(props: QueuePageProps) {
   const { projectId, queueId } = props;
   const annotation = useAnnotationSession(props);
-  const { queue, stats, specs, fields, writable, live, phase, held, shownItem, call, form, errors, failure, notice, finished, reopened, busy } = annotation;
+  const { queue, gone, stats, specs, fields, writable, live, phase, held, shownItem, call, form, errors, failure, notice, finished, reopened, busy } = annotation;
   const [helpOpen, setHelpOpen] = useState(false);
   const noteRef = useRef<HTMLTextAreaElement>(null);
   const startRef = useRef<HTMLButtonElement>(null);
@@ -48,8 +48,10 @@ export function AnnotatePage(props: QueuePageProps) {
     leaveField: () => document.getElementById(headingId)?.focus(),
   });
 
+  if (gone) return <QueueGone projectId={projectId} />;
+  // A failed refetch keeps what was read: only a queue never read is an error of the page.
+  if (queue.isError && !queue.data) return <p className="error" role="alert">{messageOf(queue.error)}</p>;
   if (queue.isPending || specs.isPending) return <p>Loading…</p>;
-  if (queue.isError) return <p className="error" role="alert">{messageOf(queue.error)}</p>;
   if (specs.isError) return <p className="error" role="alert">{messageOf(specs.error)}</p>;
 
   const queueData = queue.data;
@@ -157,6 +159,19 @@ export function AnnotatePage(props: QueuePageProps) {
       <FinishedList finished={finished} reopenedId={reopened?.item.id} onReopen={annotation.reopen} />
       <ShortcutsDialog open={helpOpen} onClose={() => setHelpOpen(false)} />
     </div>
+  );
+}
+
+/** The queue does not exist: a link to a queue that never was, or one deleted while annotating. */
+function QueueGone({ projectId }: { projectId: string }) {
+  return (
+    <section className="panel gone" aria-labelledby="queue-gone">
+      <h1 id="queue-gone">This queue is gone</h1>
+      <p>There is no such annotation queue in {projectId}: it was deleted, or the link is wrong. Nothing more can be annotated in it.</p>
+      <p>
+        <Link {...links.project(projectId)}>Back to {projectId}</Link>
+      </p>
+    </section>
   );
 }
 
