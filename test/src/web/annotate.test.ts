@@ -213,13 +213,51 @@ describeInBrowser('annotate page in Chromium', () => {
         await expect.poll(() => tokens.getAttribute('aria-invalid')).toBe('true');
         const describedBy = (await tokens.getAttribute('aria-describedby'))!;
         expect(await page.locator(`[id="${describedBy}"]`).innerText()).toBe('Must be at most 1000.');
-        // The field with the refused value has the focus again, to be fixed.
-        expect(await tokens.evaluate((element) => element === document.activeElement)).toBe(true);
+        // The field with the refused value has the focus again, to be fixed: at its label, not in
+        // its text box, so that the next keys are still shortcuts.
+        const tokensId = await tokens.getAttribute('id');
+        expect(await page.evaluate(() => [document.activeElement?.tagName, document.activeElement?.getAttribute('for')])).toEqual(['LABEL', tokensId]);
         await screenshot(page, `${backend}-annotate-refused`);
         expect(await seriousViolations(page)).toEqual([]);
         expect(await allFeedback(server, alice.api_key, PROJECT, { queue_id: queueId })).toEqual([]);
         items = await queryItems(server, alice.api_key, PROJECT, queueId);
         expect(items[1]!.annotation_state).toBe('in_progress');
+        expect(await pointerEvents(page)).toBe(0);
+      } finally {
+        await close();
+      }
+    });
+
+    it('stores nothing for optional fields left empty, and after a refused submit the keys typed are shortcuts, not text', async () => {
+      const comment = (await createSpec(server, alice.api_key, PROJECT, 'comment', { type: 'string', maxLength: 500 })).ref;
+      const confidence = (await createSpec(server, alice.api_key, PROJECT, 'confidence', { type: ['integer', 'null'], minimum: 1, maximum: 3 })).ref;
+      const { queueId, callIds } = await queueOf([{ op_name: 'opt-1' }, { op_name: 'opt-2' }], { scorer_refs: [refs.tokens, comment, confidence] });
+      const { page, close } = await openAnnotate(queueId);
+      try {
+        await page.keyboard.press('Enter');
+        await callHeading(page, 'opt-1').waitFor();
+        expect(await page.getByText('(optional)', { exact: true }).count()).toBe(2);
+        // Nothing entered: only tokens, which is required, is refused.
+        await page.keyboard.press('Control+Enter');
+        await expect.poll(() => page.getByLabel('tokens').getAttribute('aria-invalid')).toBe('true');
+        expect(await page.locator('[aria-invalid="true"]').count()).toBe(1);
+        // Focus is on the refused field's group, not in its box: "s" skips.
+        await page.keyboard.press('s');
+        await callHeading(page, 'opt-2').waitFor();
+        // A digit starts the number field's value; the optional fields are left empty.
+        await page.keyboard.press('7');
+        await page.keyboard.press('Control+Enter');
+        await page.getByRole('heading', { name: 'Nothing left to annotate' }).waitFor();
+
+        const stored = await allFeedback(server, alice.api_key, PROJECT, { queue_id: queueId });
+        expect(stored.map((record) => [record.call_ref, record.feedback_type, record.payload])).toEqual([
+          [callRefOf(PROJECT, callIds[1]!), 'svc.annotation.tokens', { value: 7 }],
+        ]);
+        const items = await queryItems(server, alice.api_key, PROJECT, queueId);
+        expect(items.map((item) => [item.call_id, item.annotation_state])).toEqual([
+          [callIds[0], 'skipped'],
+          [callIds[1], 'completed'],
+        ]);
         expect(await pointerEvents(page)).toBe(0);
       } finally {
         await close();
@@ -307,10 +345,10 @@ describeInBrowser('annotate page in Chromium', () => {
         await page.keyboard.press('s');
         expect(await allFeedback(server, alice.api_key, PROJECT, { queue_id: queueId })).toEqual([]);
         expect(await page.getByRole('link', { name: `Back to ${PROJECT}` }).getAttribute('href')).toBe(`/app/p/${PROJECT}`);
-        // The 404 answers to the page's reads of the deleted queue are expected (see the last case).
-        trouble.consoleErrors.splice(0, trouble.consoleErrors.length, ...withoutNotFound(trouble.consoleErrors));
       } finally {
         await close();
+        // The 404 answers to the page's reads of the deleted queue are expected (see the last case).
+        trouble.consoleErrors.splice(0, trouble.consoleErrors.length, ...withoutNotFound(trouble.consoleErrors));
       }
     });
 

@@ -5,7 +5,8 @@ import { fieldOptions, optionLabel, type FieldInput, type FieldKind, type JsonVa
 // The queue's rubric as a form: one field per scorer spec (labelled with the spec's name), then
 // the note and the optional reaction. The page owns the values; this only shows and edits them.
 
-export type RubricField = { ref: string; name: string; description: string | null; kind: FieldKind };
+/** A rubric field; an optional one (its schema takes null, or it is free text) may be left empty, which stores nothing for it. */
+export type RubricField = { ref: string; name: string; description: string | null; kind: FieldKind; optional: boolean };
 
 /** Reactions offered: fully-qualified RGI emoji, as svc.reaction.1 requires. */
 export const REACTIONS = [
@@ -91,7 +92,10 @@ function RubricInput({ id, field, input, error, onInput }: { id: string; field: 
     const chosen = input && 'chosen' in input ? JSON.stringify(input.chosen) : undefined;
     return (
       <fieldset className="rubric-field" role="radiogroup" data-rubric-field={field.ref} aria-describedby={describedBy} aria-invalid={error ? true : undefined}>
-        <legend>{field.name}</legend>
+        <legend>
+          {field.name}
+          {field.optional ? <span className="optional"> (optional)</span> : null}
+        </legend>
         {about}
         <div className={`options${kind.kind === 'scale' ? ' scale' : ''}`}>
           {options.map((option: JsonValue, index) => {
@@ -117,13 +121,17 @@ function RubricInput({ id, field, input, error, onInput }: { id: string; field: 
   const common = {
     id,
     value: text,
-    'data-rubric-field': field.ref,
     'aria-invalid': error ? true : undefined,
     'aria-describedby': describedBy,
   } as const;
+  // A refused submit focuses the field's label (not its text box), where shortcut keys stay
+  // shortcuts instead of typing into the box; a screen reader reads the name and the error.
   return (
-    <div className="rubric-field">
-      <label htmlFor={id}>{field.name}</label>
+    <div className="rubric-field" data-rubric-field={field.ref}>
+      <label htmlFor={id} tabIndex={-1} aria-describedby={error ? errorId : undefined}>
+        {field.name}
+        {field.optional ? <span className="optional"> (optional)</span> : null}
+      </label>
       {about}
       {kind.kind === 'number' ? (
         <input {...common} type="text" inputMode={kind.integer ? 'numeric' : 'decimal'} autoComplete="off" onChange={(event) => onInput({ text: event.target.value })} />

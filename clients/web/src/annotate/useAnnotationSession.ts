@@ -44,7 +44,13 @@ export function useAnnotationSession({ client, session, projectId, queueId }: Se
   const stats = useQuery(queueStatsQuery(client, session, projectId, queueId));
   const specs = useQuery({ ...rubricQuery(client, session, projectId, queue.data?.scorer_refs ?? []), enabled: queue.isSuccess });
   const fields = useMemo<RubricField[]>(
-    () => (specs.data ?? []).map((spec) => ({ ref: spec.ref, name: spec.name, description: spec.description, kind: fieldKind(spec.field_schema) })),
+    () =>
+      (specs.data ?? []).map((spec) => {
+        const kind = fieldKind(spec.field_schema);
+        // Free text is a remark, and a schema that takes null says the value may be missing.
+        const optional = kind.kind === 'text' || checkValue(spec.field_schema, null) === null;
+        return { ref: spec.ref, name: spec.name, description: spec.description, kind, optional };
+      }),
     [specs.data],
   );
   const schemas = useMemo(() => new Map((specs.data ?? []).map((spec) => [spec.ref, spec.field_schema])), [specs.data]);
@@ -173,7 +179,9 @@ export function useAnnotationSession({ client, session, projectId, queueId }: Se
     for (const field of fields) {
       const value = readInput(field.kind, current.inputs.get(field.ref));
       if (value instanceof Error) found.set(field.ref, value.message);
-      else if (value === undefined) found.set(field.ref, fieldOptions(field.kind).length ? 'Choose a value.' : 'Enter a value.');
+      else if (value === undefined) {
+        if (!field.optional) found.set(field.ref, fieldOptions(field.kind).length ? 'Choose a value.' : 'Enter a value.');
+      }
       else {
         const refused = checkValue(schemas.get(field.ref)!, value);
         if (refused) found.set(field.ref, refused);
@@ -182,7 +190,7 @@ export function useAnnotationSession({ client, session, projectId, queueId }: Se
     }
     setErrors(found);
     if (found.size) {
-      focusField(fields.find((field) => found.has(field.ref))!.ref);
+      showField(fields.find((field) => found.has(field.ref))!.ref);
       return null;
     }
     return values;
@@ -253,9 +261,12 @@ export function useAnnotationSession({ client, session, projectId, queueId }: Se
       setInput(target.ref, { chosen: options[option - 1]! });
       return;
     }
+    // A number field: the digit starts its value, and the typing goes on in its box. Text is
+    // never written by a shortcut.
+    if (target.kind.kind !== 'number') return;
     const input = form.inputs.get(target.ref);
     setInput(target.ref, { text: (input && 'text' in input ? input.text : '') + String(option) });
-    focusField(target.ref);
+    focusInput(target.ref);
   };
 
   return {
@@ -290,10 +301,21 @@ export function useAnnotationSession({ client, session, projectId, queueId }: Se
   };
 }
 
-/** Focus on a rubric field: its text box, or its chosen (else first) option. */
-export function focusField(ref: string): void {
-  const field = document.querySelector<HTMLElement>(`[data-rubric-field="${CSS.escape(ref)}"]`);
+const fieldElement = (ref: string) => document.querySelector<HTMLElement>(`[data-rubric-field="${CSS.escape(ref)}"]`);
+
+/**
+ * Brings a refused field to the annotator: a choice's chosen (else first) option, a typed field's
+ * label — not its text box, so that the keys typed next are still shortcuts (a screen reader reads
+ * the field's name and its error).
+ */
+function showField(ref: string): void {
+  const field = fieldElement(ref);
   if (!field) return;
-  if (field instanceof HTMLInputElement || field instanceof HTMLTextAreaElement) field.focus();
-  else (field.querySelector<HTMLElement>('input:checked') ?? field.querySelector<HTMLElement>('input'))?.focus();
+  if (field instanceof HTMLFieldSetElement) (field.querySelector<HTMLElement>('input:checked') ?? field.querySelector<HTMLElement>('input'))?.focus();
+  else field.querySelector<HTMLElement>('label')?.focus();
+}
+
+/** Focus in a typed field's box, to type on there. */
+function focusInput(ref: string): void {
+  fieldElement(ref)?.querySelector<HTMLElement>('input, textarea')?.focus();
 }
