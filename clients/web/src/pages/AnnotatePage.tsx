@@ -185,7 +185,7 @@ function Progress({ stats, live }: { stats: QueueStats | undefined; live: LiveSt
   if (!stats) return null;
   return (
     <p className="progress" data-live={live} title={live === 'live' ? 'Updates live' : 'Not updating live: reload for the latest counts'}>
-      <strong>{stats.completed_items}</strong> of <strong>{stats.total_items}</strong> items done
+      <strong>{stats.done_items}</strong> of <strong>{stats.total_items}</strong> items done
     </p>
   );
 }
@@ -203,7 +203,7 @@ function NothingLeft({ stats }: { stats: QueueStats | undefined }) {
           </div>
           <div>
             <dt>Done</dt>
-            <dd>{stats.completed_items}</dd>
+            <dd>{stats.done_items}</dd>
           </div>
           <div>
             <dt>Completed</dt>

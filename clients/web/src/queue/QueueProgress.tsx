@@ -9,7 +9,7 @@ const LIVE_WORDS: Record<LiveState, string> = {
   offline: 'Not updating live: reload for the latest counts',
 };
 
-/** Done / total, the items by their shown state, and each annotator's progress. */
+/** Done / total (an item is done when as many annotators finished it as the queue asks), the items by their shown state, and each annotator's progress. */
 export function QueueProgress({ stats, live, meId }: { stats: QueueStats; live: LiveState; meId: string | undefined }) {
   return (
     <section className="panel queue-progress" aria-labelledby="progress-title">
@@ -20,9 +20,15 @@ export function QueueProgress({ stats, live, meId }: { stats: QueueStats; live: 
         </span>
       </div>
       <p className="progress" data-live={live}>
-        <strong>{stats.completed_items}</strong> of <strong>{stats.total_items}</strong> items done
+        <strong>{stats.done_items}</strong> of <strong>{stats.total_items}</strong> items done
       </p>
-      <progress max={Math.max(stats.total_items, 1)} value={stats.completed_items} aria-label="Items done" />
+      <progress max={Math.max(stats.total_items, 1)} value={stats.done_items} aria-label="Items done" />
+      {stats.completed_items > stats.done_items ? (
+        <p className="muted">
+          {stats.completed_items - stats.done_items} more {stats.completed_items - stats.done_items === 1 ? 'has' : 'have'} some of the annotations
+          each item needs.
+        </p>
+      ) : null}
       <dl className="totals" aria-label="Items by state">
         {STATES.map((state) => (
           <div key={state} data-state={state}>
