@@ -3,6 +3,7 @@ import { useQuery } from '@tanstack/react-query';
 import { messageOf, meQuery, projectsQuery, type Project } from './api.ts';
 import { Link } from '@tanstack/react-router';
 import { links } from './routes.ts';
+import { ScrollTable } from './queue/ScrollTable.tsx';
 
 const dateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
 
@@ -41,7 +42,7 @@ export function Projects({ client, session }: { client: LoupeClient; session: nu
 
 function ProjectTable({ projects }: { projects: Project[] }) {
   return (
-    <div className="table-wrap">
+    <ScrollTable label="Projects of your entities">
       <table>
         <caption className="visually-hidden">Projects of your entities</caption>
         <thead>
@@ -71,6 +72,6 @@ function ProjectTable({ projects }: { projects: Project[] }) {
           ))}
         </tbody>
       </table>
-    </div>
+    </ScrollTable>
   );
 }

@@ -264,6 +264,29 @@ describeInBrowser('annotate page in Chromium', () => {
       }
     });
 
+    it('shows the reactions in the system emoji font, or by name where Chromium has none', async () => {
+      const { queueId } = await queueOf([{ op_name: 'react-1' }]);
+      const { page, close } = await openAnnotate(queueId);
+      try {
+        await page.keyboard.press('Enter');
+        await callHeading(page, 'react-1').waitFor();
+        // The page's own test: a thumbs-up drawn on a canvas with a coloured pixel means a colour emoji font.
+        const colour = await page.evaluate(() => {
+          const context = document.createElement('canvas').getContext('2d')!;
+          context.font = "20px 'Apple Color Emoji', 'Segoe UI Emoji', 'Noto Color Emoji', 'Twemoji Mozilla', sans-serif";
+          context.textBaseline = 'top';
+          context.fillText('👍', 0, 0);
+          const data = context.getImageData(0, 0, 24, 24).data;
+          for (let at = 0; at < data.length; at += 4) if (data[at + 3]! > 0 && (Math.abs(data[at]! - data[at + 1]!) > 30 || Math.abs(data[at + 1]! - data[at + 2]!) > 30)) return true;
+          return false;
+        });
+        const shown = await page.getByRole('radiogroup', { name: 'Reaction (optional)' }).locator('.option span').allInnerTexts();
+        expect(shown).toEqual(colour ? ['None', '👍', '👎', '❤️', '🎉', '🤔'] : ['None', 'thumbs up', 'thumbs down', 'red heart', 'party popper', 'thinking face']);
+      } finally {
+        await close();
+      }
+    });
+
     it('says when the lease has lapsed and claims again', async () => {
       const { queueId, callIds } = await queueOf([{ op_name: 'slow-1' }, { op_name: 'slow-2' }], { lease_seconds: 10 });
       const { page, close } = await openAnnotate(queueId);

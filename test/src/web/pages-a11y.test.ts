@@ -4,7 +4,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { pageRoutes, routeTree, type PageName } from '../../../clients/web/src/routes.ts';
 import { annotateThroughApi, createAnnotatingQueue, type AnnotatingQueue } from '../harness/annotating-fixture.ts';
 import { describeEachBackend } from '../harness/backends.ts';
-import { describeInBrowser, launchChromium, openPage, screenshot, seriousViolations, type PageTrouble } from '../harness/browser.ts';
+import { describeInBrowser, launchChromium, openPage, screenshot, seriousViolations, type PageTrouble, type PageView } from '../harness/browser.ts';
 import { client, createUser, type CreatedKeyForTest } from '../harness/http.ts';
 import { startTestServer, type TestServer } from '../harness/server.ts';
 
@@ -93,22 +93,32 @@ describeInBrowser('every page in Chromium', () => {
 
     for (const [name, entry] of PAGES) {
       it(`${name}: no serious or critical axe violation, and a screenshot`, async () => {
-        const opened = await openPage(browser);
-        troubles.push(opened.trouble);
-        const { page } = opened;
-        try {
-          if (entry.signedIn) await page.addInitScript((key: string) => sessionStorage.setItem('loupe.apiKey', key), alice.api_key);
-          await page.goto(server.url + entry.path(setup));
-          await page.locator('main h1').first().waitFor();
-          await entry.shown?.(page);
-          // Settled: no part of the page still loading.
-          await expect.poll(() => page.locator('main').getByText(/^Loading/).count()).toBe(0);
-          await screenshot(page, `${backend}-page-${name}`);
-          expect(await seriousViolations(page)).toEqual([]);
-        } finally {
-          await opened.close();
-        }
+        await visit(name, entry, {});
       });
+      // The dark theme on a phone: its colours pass axe's contrast checks, and nothing scrolls sideways.
+      it(`${name}, dark theme at 390 px: no serious or critical axe violation, no sideways scrolling, and a screenshot`, async () => {
+        await visit(name, entry, { width: 390, height: 844, colorScheme: 'dark' });
+      });
+    }
+
+    async function visit(name: string, entry: PageCase, view: PageView): Promise<void> {
+      const opened = await openPage(browser, view);
+      troubles.push(opened.trouble);
+      const { page } = opened;
+      try {
+        if (entry.signedIn) await page.addInitScript((key: string) => sessionStorage.setItem('loupe.apiKey', key), alice.api_key);
+        await page.goto(server.url + entry.path(setup));
+        await page.locator('main h1').first().waitFor();
+        await entry.shown?.(page);
+        // Settled: no part of the page still loading.
+        await expect.poll(() => page.locator('main').getByText(/^Loading/).count()).toBe(0);
+        const variant = view.colorScheme === 'dark' ? `dark-${view.width}-` : '';
+        await screenshot(page, `${backend}-page-${variant}${name}`);
+        expect(await seriousViolations(page)).toEqual([]);
+        if (view.width !== undefined) expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)).toBeLessThanOrEqual(0);
+      } finally {
+        await opened.close();
+      }
     }
 
     it('saw no CSP violation, console error or uncaught error', () => {

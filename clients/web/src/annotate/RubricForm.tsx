@@ -1,4 +1,5 @@
 import { useId } from 'react';
+import { drawsColourEmoji } from './emoji-support.ts';
 import { NOTE_MAX } from './feedback-records.ts';
 import { fieldOptions, optionLabel, type FieldInput, type FieldKind, type JsonValue } from './rubric-fields.ts';
 
@@ -31,6 +32,7 @@ type Props = {
 
 export function RubricForm({ fields, inputs, errors, note, reaction, onInput, onNote, onReaction, noteRef }: Props) {
   const id = useId();
+  const emoji = drawsColourEmoji();
   return (
     <div className="rubric">
       {fields.map((field, index) => (
@@ -61,10 +63,12 @@ export function RubricForm({ fields, inputs, errors, note, reaction, onInput, on
             <input type="radio" name={`${id}-reaction`} checked={reaction === ''} onChange={() => onReaction('')} />
             <span>None</span>
           </label>
-          {REACTIONS.map(({ emoji, name }) => (
-            <label className="option" key={emoji}>
-              <input type="radio" name={`${id}-reaction`} checked={reaction === emoji} onChange={() => onReaction(emoji)} aria-label={name} />
-              <span aria-hidden="true">{emoji}</span>
+          {REACTIONS.map(({ emoji: glyph, name }) => (
+            <label className="option" key={glyph}>
+              <input type="radio" name={`${id}-reaction`} checked={reaction === glyph} onChange={() => onReaction(glyph)} aria-label={name} />
+              <span aria-hidden="true" className={emoji ? 'emoji' : 'emoji-name'}>
+                {emoji ? glyph : name}
+              </span>
             </label>
           ))}
         </div>

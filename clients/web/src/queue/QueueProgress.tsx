@@ -2,6 +2,7 @@ import type { QueueStats } from '../annotate/annotate-queries.ts';
 import type { LiveState } from '../live/useQueueEvents.ts';
 import { Annotator } from './Annotator.tsx';
 import { STATE_LABELS, STATES } from './states.ts';
+import { ScrollTable } from './ScrollTable.tsx';
 
 const LIVE_WORDS: Record<LiveState, string> = {
   connecting: 'Connecting for live updates…',
@@ -38,7 +39,7 @@ export function QueueProgress({ stats, live, meId }: { stats: QueueStats; live: 
         ))}
       </dl>
       {stats.by_annotator.length ? (
-        <div className="table-wrap">
+        <ScrollTable label="Counts by annotator">
           <table>
             <caption>Progress by annotator</caption>
             <thead>
@@ -62,7 +63,7 @@ export function QueueProgress({ stats, live, meId }: { stats: QueueStats; live: 
               ))}
             </tbody>
           </table>
-        </div>
+        </ScrollTable>
       ) : (
         <p className="muted">No one has started on this queue yet.</p>
       )}
