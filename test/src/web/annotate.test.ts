@@ -110,7 +110,7 @@ describeInBrowser('annotate page in Chromium', () => {
         await expect.poll(() => call.locator('strong').allInnerTexts()).toEqual(['2+2', 'four']);
         expect(await call.getByRole('region', { name: 'Display fields' }).getByText('Not in this call.').count()).toBe(1);
         await expect.poll(() => page.getByText(/0 of 3 items done/).count()).toBe(1);
-        expect(await page.getByText(/Lease: \d+:\d\d left/).count()).toBe(1);
+        expect(await page.getByText(/Held for you: \d+:\d\d left/).count()).toBe(1);
         await screenshot(page, `${backend}-annotate`);
         expect(await seriousViolations(page)).toEqual([]);
 
@@ -264,10 +264,15 @@ describeInBrowser('annotate page in Chromium', () => {
       }
     });
 
-    it('shows the reactions in the system emoji font, or by name where Chromium has none', async () => {
+    it('lists the shortcuts with ? from the start screen on, and shows the reactions in the system emoji font, or by name where Chromium has none', async () => {
       const { queueId } = await queueOf([{ op_name: 'react-1' }]);
       const { page, close } = await openAnnotate(queueId);
       try {
+        await page.keyboard.press('?');
+        const dialog = page.getByRole('dialog', { name: /shortcuts/i });
+        await dialog.waitFor();
+        await page.keyboard.press('Escape');
+        await dialog.waitFor({ state: 'hidden' });
         await page.keyboard.press('Enter');
         await callHeading(page, 'react-1').waitFor();
         // The page's own test: a thumbs-up drawn on a canvas with a coloured pixel means a colour emoji font.

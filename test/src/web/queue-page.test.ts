@@ -126,7 +126,7 @@ describeInBrowser('queue page in Chromium', () => {
         await expect.poll(() => byAnnotator.evaluateAll((trs) => trs.map((tr) => [...tr.children].map((cell) => (cell as HTMLElement).innerText)))).toEqual(
           counts.by_annotator.map((row) => [labelOf(row.annotator_user_id), String(row.in_progress), String(row.completed), String(row.skipped)]),
         );
-        const rubric = page.getByRole('region', { name: 'Scorer specs' });
+        const rubric = page.getByRole('region', { name: 'Rubric' });
         expect(await rubric.innerText()).toMatch(/tone\s+one of friendly, neutral, rude[\s\S]*score\s+scale 1–5/);
         const settings = await page.getByRole('region', { name: 'Settings' }).innerText();
         expect(settings).toMatch(/Annotations per item\s+3/);

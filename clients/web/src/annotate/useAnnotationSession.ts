@@ -253,6 +253,7 @@ export function useAnnotationSession({ client, session, projectId, queueId }: Se
 
   /** A digit key: that option of the focused field, else of the first unanswered one; a typed field gets the digit as text. */
   const pick = (option: number, focused: string | undefined) => {
+    if (!shownItem) return;
     const target = fields.find((field) => field.ref === focused) ?? fields.find((field) => readInput(field.kind, form.inputs.get(field.ref)) === undefined);
     if (!target) return;
     const options = fieldOptions(target.kind);

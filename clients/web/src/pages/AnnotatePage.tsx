@@ -39,7 +39,8 @@ export function AnnotatePage(props: QueuePageProps) {
     if (shownId && callShown) document.getElementById(headingId)?.focus();
   }, [shownId, callShown, headingId]);
 
-  useShortcuts(shownItem !== null, {
+  // `?` works from the start screen on; the other keys act on an item shown (see the session's handlers).
+  useShortcuts(!gone, {
     submit: annotation.submit,
     pick: annotation.pick,
     skip: annotation.skip,
@@ -81,7 +82,7 @@ export function AnnotatePage(props: QueuePageProps) {
         <section className="panel start" aria-label="Start">
           {queueData.description ? <p>{queueData.description}</p> : null}
           <p>
-            Rubric: {fields.length ? fields.map((field) => field.name).join(', ') : 'no scorer specs; a note and a reaction only'}. Each item is held for you for{' '}
+            Rubric: {fields.length ? fields.map((field) => field.name).join(', ') : 'no fields; a note and a reaction only'}. Each item is held for you for{' '}
             {formatSeconds(queueData.lease_seconds)} once claimed.
           </p>
           {writable ? (
