@@ -1,8 +1,8 @@
 import { createTRPCClient, httpBatchLink, httpLink, httpSubscriptionLink, splitLink, type Operation, type TRPCClient } from '@trpc/client';
 import { EventSource } from 'eventsource';
-import type { AppRouter } from '@loupe/server/router';
+import type { AppRouter, RouterInputs, RouterOutputs } from '@loupe/server/router';
 
-export type { AppRouter };
+export type { AppRouter, RouterInputs, RouterOutputs };
 export { TRPCClientError } from '@trpc/client';
 export type LoupeClient = TRPCClient<AppRouter>;
 

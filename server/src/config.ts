@@ -1,7 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import proxyAddr from 'proxy-addr';
 import { z } from 'zod';
-import type { DatabaseTimeouts } from './db/orm.ts';
 
 const DEFAULT_CATALOG = fileURLToPath(new URL('./catalog/default-models.json', import.meta.url));
 
@@ -95,6 +94,9 @@ const Env = z.object({
   LOUPE_TRUST_PROXY: TrustProxy.default(false),
   LOUPE_SECRET: Secret.optional(),
 });
+
+/** How long the database may take: to connect (or lend a connection), per statement, idle in a transaction (PostgreSQL). */
+export type DatabaseTimeouts = { connectMs: number; statementMs?: number; idleInTransactionMs?: number };
 
 export type Config = {
   host: string;

@@ -12,7 +12,7 @@ import { CursorSeal } from './domain/cursor.ts';
 import { createLogger, type Logger } from './log.ts';
 import { createApp } from './app.ts';
 import { clientErrorAnswer } from './http/client-error.ts';
-import type { Services } from './api/context.ts';
+import type { Services } from './api/services.ts';
 import { createQueueEvents } from './events/create-queue-events.ts';
 import { StreamSlots } from './events/stream-slots.ts';
 

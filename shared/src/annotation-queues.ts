@@ -163,6 +163,8 @@ export const AnnotationQueueStats = z.strictObject({
   by_annotator: z.array(
     z.strictObject({ annotator_user_id: z.string(), in_progress: z.int(), completed: z.int(), skipped: z.int() }),
   ),
+  /** Items whose completed or skipped annotators number at least the queue's annotations_per_item (5.2). */
+  done_items: z.int(),
 });
 export type AnnotationQueueStats = z.infer<typeof AnnotationQueueStats>;
 export const AnnotationQueueStatsRes = z.strictObject({ stats: z.array(AnnotationQueueStats) });

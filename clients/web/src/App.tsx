@@ -1,25 +1,30 @@
+import type { LoupeClient } from '@loupe/client';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
-import { useCallback, useEffect, useMemo, useState } from 'react';
+import { Link, Outlet } from '@tanstack/react-router';
+import { createContext, useCallback, useContext, useEffect, useMemo, useState } from 'react';
 import { apiClient, meQuery, statusOf } from './api.ts';
-import { Models } from './Models.tsx';
-import { Projects } from './Projects.tsx';
-import { AgreementPage } from './pages/AgreementPage.tsx';
-import { AnnotatePage } from './pages/AnnotatePage.tsx';
-import { ProjectPage } from './pages/ProjectPage.tsx';
-import { QueuePage } from './pages/QueuePage.tsx';
-import { parseRoute, type Route } from './routes.ts';
-import { Link, usePage } from './router.tsx';
+import { links } from './routes.ts';
 import { signOut, useSession, type Session } from './session.ts';
 import { SignIn } from './SignIn.tsx';
 
-const PAGES = [
-  { page: '', label: 'Projects' },
-  { page: 'models', label: 'Models' },
-] as const;
+/** What the signed-in pages share: the session's typed client and its id (the key of its queries). */
+type SignedIn = { client: LoupeClient; session: number };
 
+/** The tab's session as the layout holds it: signed in or not, and why it was last left. */
+type SessionState = { session: Session; notice: string | undefined; leave: (why?: string) => void };
+
+const SessionContext = createContext<SessionState | null>(null);
+const SignedInContext = createContext<SignedIn | null>(null);
+
+/** The signed-in session of a page under the `signed-in` route. */
+export function useSignedIn(): SignedIn {
+  const signedIn = useContext(SignedInContext);
+  if (!signedIn) throw new Error('useSignedIn is for pages under the signed-in route');
+  return signedIn;
+}
+
+/** The frame of every page: the skip link, the main navigation, the account, and the page. */
 export function App() {
-  const page = usePage();
-  const route = parseRoute(page);
   const session = useSession();
   const queryClient = useQueryClient();
   const [notice, setNotice] = useState<string>();
@@ -35,6 +40,7 @@ export function App() {
   useEffect(() => {
     if (session) setNotice(undefined);
   }, [session]);
+  const state = useMemo(() => ({ session, notice, leave }), [session, notice, leave]);
 
   return (
     <>
@@ -45,19 +51,20 @@ export function App() {
         <span className="brand">Loupe</span>
         <nav aria-label="Main">
           <ul>
-            {PAGES.map((item) => (
-              <li key={item.page}>
-                <Link to={item.page} aria-current={page === item.page ? 'page' : undefined}>
-                  {item.label}
-                </Link>
-              </li>
-            ))}
+            <li>
+              <Link {...links.projects()}>Projects</Link>
+            </li>
+            <li>
+              <Link {...links.models()}>Models</Link>
+            </li>
           </ul>
         </nav>
         {session ? <Account session={session} onSignOut={leave} /> : null}
       </header>
       <main id="main" tabIndex={-1}>
-        {route.name === 'models' ? <Models /> : session ? <SignedIn session={session} route={route} onRefused={leave} /> : <SignIn notice={notice} />}
+        <SessionContext.Provider value={state}>
+          <Outlet />
+        </SessionContext.Provider>
       </main>
     </>
   );
@@ -76,37 +83,34 @@ function Account({ session, onSignOut }: { session: NonNullable<Session>; onSign
   );
 }
 
-/** The signed-in pages; a key revoked meanwhile signs the tab out with a word why. */
-function SignedIn({ session, route, onRefused }: { session: NonNullable<Session>; route: Route; onRefused: (why: string) => void }) {
+/** The pages behind the sign-in: the sign-in form until there is a session. */
+export function SignedInPages() {
+  const { session, notice, leave } = useContext(SessionContext)!;
+  return session ? <SignedInSession session={session} onRefused={leave} /> : <SignIn notice={notice} />;
+}
+
+/** A signed-in page; a key revoked meanwhile signs the tab out with a word why. */
+function SignedInSession({ session, onRefused }: { session: NonNullable<Session>; onRefused: (why: string) => void }) {
   const client = useMemo(() => apiClient(session.apiKey), [session]);
   const me = useQuery(meQuery(client, session.id));
   const refused = me.isError && statusOf(me.error) === 401;
   useEffect(() => {
     if (refused) onRefused('Your API key is no longer accepted: sign in again.');
   }, [refused, onRefused]);
-  const props = { client, session: session.id };
-  switch (route.name) {
-    case 'project':
-      return <ProjectPage {...props} projectId={route.projectId} />;
-    case 'queue':
-      return <QueuePage {...props} projectId={route.projectId} queueId={route.queueId} />;
-    case 'annotate':
-      return <AnnotatePage {...props} projectId={route.projectId} queueId={route.queueId} />;
-    case 'agreement':
-      return <AgreementPage {...props} projectId={route.projectId} queueId={route.queueId} />;
-    case 'not-found':
-      return <NotFound />;
-    default:
-      return <Projects {...props} />;
-  }
+  const signedIn = useMemo(() => ({ client, session: session.id }), [client, session.id]);
+  return (
+    <SignedInContext.Provider value={signedIn}>
+      <Outlet />
+    </SignedInContext.Provider>
+  );
 }
 
-function NotFound() {
+export function NotFound() {
   return (
     <>
       <h1>Page not found</h1>
       <p>
-        There is no such page. <Link to="">Go to your projects</Link>.
+        There is no such page. <Link {...links.projects()}>Go to your projects</Link>.
       </p>
     </>
   );

@@ -2,6 +2,7 @@ import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { useId, useMemo, useState } from 'react';
 import { apiClient, messageOf, modelsQuery, type Model, type ModelFilters } from './api.ts';
 import { formatPerMillion } from './prices.ts';
+import { ScrollTable } from './queue/ScrollTable.tsx';
 
 // The values the model list's filters take (the contract's lists); the types keep them in step
 // with the server's input schema.
@@ -70,7 +71,7 @@ export function Models() {
 
 function ModelTable({ models }: { models: Model[] }) {
   return (
-    <div className="table-wrap">
+    <ScrollTable label="Models and their prices per million tokens">
       <table className="models">
         <caption className="visually-hidden">Models and their prices per million tokens</caption>
         <thead>
@@ -103,6 +104,6 @@ function ModelTable({ models }: { models: Model[] }) {
           ))}
         </tbody>
       </table>
-    </div>
+    </ScrollTable>
   );
 }

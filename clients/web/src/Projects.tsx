@@ -1,8 +1,9 @@
 import type { LoupeClient } from '@loupe/client';
 import { useQuery } from '@tanstack/react-query';
 import { messageOf, meQuery, projectsQuery, type Project } from './api.ts';
-import { Link } from './router.tsx';
-import { pathOf } from './routes.ts';
+import { Link } from '@tanstack/react-router';
+import { links } from './routes.ts';
+import { ScrollTable } from './queue/ScrollTable.tsx';
 
 const dateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
 
@@ -41,7 +42,7 @@ export function Projects({ client, session }: { client: LoupeClient; session: nu
 
 function ProjectTable({ projects }: { projects: Project[] }) {
   return (
-    <div className="table-wrap">
+    <ScrollTable label="Projects of your entities">
       <table>
         <caption className="visually-hidden">Projects of your entities</caption>
         <thead>
@@ -58,7 +59,7 @@ function ProjectTable({ projects }: { projects: Project[] }) {
           {projects.map((project) => (
             <tr key={project.project_id}>
               <th scope="row">
-                <Link to={pathOf({ name: 'project', projectId: project.project_id })}>{project.name}</Link>
+                <Link {...links.project(project.project_id)}>{project.name}</Link>
               </th>
               <td>{project.entity}</td>
               <td className="number">{project.counts.calls}</td>
@@ -71,6 +72,6 @@ function ProjectTable({ projects }: { projects: Project[] }) {
           ))}
         </tbody>
       </table>
-    </div>
+    </ScrollTable>
   );
 }

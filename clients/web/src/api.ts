@@ -1,5 +1,5 @@
 import { createClient, TRPCClientError, type LoupeClient } from '@loupe/client';
-import type { RouterInputs, RouterOutputs } from '@loupe/server/router';
+import type { RouterInputs, RouterOutputs } from '@loupe/client';
 import { queryOptions } from '@tanstack/react-query';
 
 // Every call to Loupe goes through the typed client; TanStack Query caches and tracks them.

@@ -1,36 +1,66 @@
-import { useSyncExternalStore, type AnchorHTMLAttributes, type MouseEvent } from 'react';
+import { createRouter } from '@tanstack/react-router';
+import { App, NotFound, SignedInPages, useSignedIn } from './App.tsx';
+import { Models } from './Models.tsx';
+import { Projects } from './Projects.tsx';
+import { AgreementPage } from './pages/AgreementPage.tsx';
+import { AnnotatePage } from './pages/AnnotatePage.tsx';
+import { ProjectPage } from './pages/ProjectPage.tsx';
+import { QueuePage } from './pages/QueuePage.tsx';
+import {
+  agreementRoute,
+  annotateRoute,
+  modelsRoute,
+  projectRoute,
+  projectsRoute,
+  queueIndexRoute,
+  queueRoute,
+  rootRoute,
+  routeTree,
+  signedInRoute,
+} from './routes.ts';
 
-// Client-side routing on the History API: the server answers index.html for every page path.
-export const BASE = '/app/';
+// Each route of routes.ts with the component that renders it.
 
-const listeners = new Set<() => void>();
-window.addEventListener('popstate', () => listeners.forEach((listener) => listener()));
-
-/** The current page path under the app, without the base: '' is the home page. */
-export function usePage(): string {
-  return useSyncExternalStore(
-    (listener) => {
-      listeners.add(listener);
-      return () => listeners.delete(listener);
-    },
-    () => (window.location.pathname.startsWith(BASE) ? window.location.pathname.slice(BASE.length) : ''),
-  );
+/** The project and queue a queue's page is about. */
+function useQueueParams(): { projectId: string; queueId: string } {
+  const { entity, project, queueId } = queueRoute.useParams();
+  return { projectId: `${entity}/${project}`, queueId };
 }
 
-export function navigate(page: string): void {
-  window.history.pushState(null, '', BASE + page);
-  listeners.forEach((listener) => listener());
-}
+rootRoute.update({ component: App, notFoundComponent: NotFound });
+modelsRoute.update({ component: Models });
+signedInRoute.update({ component: SignedInPages });
+projectsRoute.update({
+  component: function ProjectsRoute() {
+    return <Projects {...useSignedIn()} />;
+  },
+});
+projectRoute.update({
+  component: function ProjectRoute() {
+    const { entity, project } = projectRoute.useParams();
+    return <ProjectPage {...useSignedIn()} projectId={`${entity}/${project}`} />;
+  },
+});
+queueIndexRoute.update({
+  component: function QueueRoute() {
+    return <QueuePage {...useSignedIn()} {...useQueueParams()} />;
+  },
+});
+annotateRoute.update({
+  component: function AnnotateRoute() {
+    return <AnnotatePage {...useSignedIn()} {...useQueueParams()} />;
+  },
+});
+agreementRoute.update({
+  component: function AgreementRoute() {
+    return <AgreementPage {...useSignedIn()} {...useQueueParams()} />;
+  },
+});
 
-type LinkProps = AnchorHTMLAttributes<HTMLAnchorElement> & { to: string };
+export const router = createRouter({ routeTree, basepath: '/app' });
 
-/** A real link (it opens in a new tab too) that moves within the app without a reload. */
-export function Link({ to, onClick, ...props }: LinkProps) {
-  const follow = (event: MouseEvent<HTMLAnchorElement>) => {
-    onClick?.(event);
-    if (event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
-    event.preventDefault();
-    navigate(to);
-  };
-  return <a href={BASE + to} onClick={follow} {...props} />;
+declare module '@tanstack/react-router' {
+  interface Register {
+    router: typeof router;
+  }
 }

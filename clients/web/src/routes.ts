@@ -1,62 +1,63 @@
-// The app's pages and their paths under /app/. One parser and one path builder, so that links and
-// the page switch in App.tsx can never disagree.
+import { createRootRoute, createRoute, linkOptions } from '@tanstack/react-router';
+
+// The app's pages under /app/ (the server answers index.html for every page path), as TanStack
+// Router's route tree; router.tsx gives each its component. Paths only here, so that tests can
+// match paths against the same tree without rendering anything.
 //
-//   ''                                          projects
-//   'models'                                    the model catalog (public)
-//   'p/<entity>/<project>'                      a project: its queues, specs and calls
-//   'p/<entity>/<project>/q/<queue_id>'         a queue: progress, items
-//   'p/<entity>/<project>/q/<queue_id>/annotate'   annotating the queue
-//   'p/<entity>/<project>/q/<queue_id>/agreement'  agreement between its annotators
+//   /                                              projects
+//   /models                                        the model catalog (public)
+//   /p/<entity>/<project>                          a project: its queues, specs and calls
+//   /p/<entity>/<project>/q/<queue_id>             a queue: progress, items
+//   /p/<entity>/<project>/q/<queue_id>/annotate    annotating the queue
+//   /p/<entity>/<project>/q/<queue_id>/agreement   agreement between its annotators
+//
+// Every page but the model catalog is behind the sign-in (the pathless `signed-in` route).
 
-export type Route =
-  | { name: 'projects' }
-  | { name: 'models' }
-  | { name: 'project'; projectId: string }
-  | { name: 'queue'; projectId: string; queueId: string }
-  | { name: 'annotate'; projectId: string; queueId: string }
-  | { name: 'agreement'; projectId: string; queueId: string }
-  | { name: 'not-found'; page: string };
+export const rootRoute = createRootRoute();
+export const modelsRoute = createRoute({ getParentRoute: () => rootRoute, path: 'models' });
+export const signedInRoute = createRoute({ getParentRoute: () => rootRoute, id: 'signed-in' });
+export const projectsRoute = createRoute({ getParentRoute: () => signedInRoute, path: '/' });
+export const projectRoute = createRoute({ getParentRoute: () => signedInRoute, path: 'p/$entity/$project' });
+export const queueRoute = createRoute({ getParentRoute: () => signedInRoute, path: 'p/$entity/$project/q/$queueId' });
+export const queueIndexRoute = createRoute({ getParentRoute: () => queueRoute, path: '/' });
+export const annotateRoute = createRoute({ getParentRoute: () => queueRoute, path: 'annotate' });
+export const agreementRoute = createRoute({ getParentRoute: () => queueRoute, path: 'agreement' });
 
-const QUEUE_PAGES = new Set(['annotate', 'agreement']);
+export const routeTree = rootRoute.addChildren([
+  modelsRoute,
+  signedInRoute.addChildren([projectsRoute, projectRoute, queueRoute.addChildren([queueIndexRoute, annotateRoute, agreementRoute])]),
+]);
 
-export function parseRoute(page: string): Route {
-  const parts = page.split('/').filter(Boolean).map((part) => {
-    try {
-      return decodeURIComponent(part);
-    } catch {
-      return part;
-    }
-  });
-  if (parts.length === 0) return { name: 'projects' };
-  if (parts.length === 1 && parts[0] === 'models') return { name: 'models' };
-  if (parts[0] === 'p' && parts.length >= 3) {
-    const projectId = `${parts[1]}/${parts[2]}`;
-    if (parts.length === 3) return { name: 'project', projectId };
-    if (parts[3] === 'q' && parts.length === 5) return { name: 'queue', projectId, queueId: parts[4]! };
-    if (parts[3] === 'q' && parts.length === 6 && QUEUE_PAGES.has(parts[5]!)) {
-      return { name: parts[5] as 'annotate' | 'agreement', projectId, queueId: parts[4]! };
-    }
-  }
-  return { name: 'not-found', page };
+/** Every page by name; a path that matches none of them shows "Page not found". */
+export const pageRoutes = {
+  projects: projectsRoute,
+  models: modelsRoute,
+  project: projectRoute,
+  queue: queueIndexRoute,
+  annotate: annotateRoute,
+  agreement: agreementRoute,
+};
+export type PageName = keyof typeof pageRoutes | 'not-found';
+
+/** A project id `<entity>/<project>` as the routes' two path parameters. */
+export function projectParams(projectId: string): { entity: string; project: string } {
+  const slash = projectId.indexOf('/');
+  return { entity: projectId.slice(0, slash), project: projectId.slice(slash + 1) };
 }
 
-/** The page path (for `Link to` and `navigate`) of a route. */
-export function pathOf(route: Exclude<Route, { name: 'not-found' }>): string {
-  switch (route.name) {
-    case 'projects':
-      return '';
-    case 'models':
-      return 'models';
-    case 'project':
-      return `p/${projectPath(route.projectId)}`;
-    case 'queue':
-      return `p/${projectPath(route.projectId)}/q/${encodeURIComponent(route.queueId)}`;
-    case 'annotate':
-    case 'agreement':
-      return `p/${projectPath(route.projectId)}/q/${encodeURIComponent(route.queueId)}/${route.name}`;
-  }
-}
+// Links to the pages, typed by the route tree: a path or a parameter that no route has does not
+// compile. A link marks itself as the current page (aria-current) only on that page, not on the
+// pages under it.
+const exact = { exact: true } as const;
 
-function projectPath(projectId: string): string {
-  return projectId.split('/').map(encodeURIComponent).join('/');
-}
+export const links = {
+  projects: () => linkOptions({ to: '/', activeOptions: exact }),
+  models: () => linkOptions({ to: '/models', activeOptions: exact }),
+  project: (projectId: string) => linkOptions({ to: '/p/$entity/$project', params: projectParams(projectId), activeOptions: exact }),
+  queue: (projectId: string, queueId: string) =>
+    linkOptions({ to: '/p/$entity/$project/q/$queueId', params: { ...projectParams(projectId), queueId }, activeOptions: exact }),
+  annotate: (projectId: string, queueId: string) =>
+    linkOptions({ to: '/p/$entity/$project/q/$queueId/annotate', params: { ...projectParams(projectId), queueId }, activeOptions: exact }),
+  agreement: (projectId: string, queueId: string) =>
+    linkOptions({ to: '/p/$entity/$project/q/$queueId/agreement', params: { ...projectParams(projectId), queueId }, activeOptions: exact }),
+};

@@ -1,29 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AuthUser } from '../auth/authenticate.ts';
-import type { AuthBrake } from '../auth/brake.ts';
-import type { ModelCatalog } from '../catalog/catalog.ts';
-import type { Config } from '../config.ts';
-import type { QueueEventBus } from '../events/queue-event-bus.ts';
-import type { StreamSlots } from '../events/stream-slots.ts';
-import { unitOfWork, type Em, type Orm } from '../db/orm.ts';
+import type { AuthUser } from '../domain/auth-user.ts';
+import { unitOfWork, type Em } from '../db/orm.ts';
 import type { SqlScope } from '../db/sql.ts';
-import type { CursorSeal } from '../domain/cursor.ts';
-import { admittedUser, refusalOf } from '../http/admission.ts';
+import { admittedUser, refusalOf } from './request-admission.ts';
+import type { Services } from './services.ts';
 import { requestLog, type Logger } from '../log.ts';
-
-/** What every request can reach: long-lived parts built once at start-up. */
-export type Services = {
-  config: Config;
-  orm: Orm;
-  log: Logger;
-  catalog: ModelCatalog;
-  authFailures: AuthBrake;
-  /** Queue events: published by writes, delivered to this process's open event streams. */
-  queueEvents: QueueEventBus;
-  eventStreams: StreamSlots;
-  /** Seals query cursors under the server key. */
-  cursorSeal: CursorSeal;
-};
 
 // A job that loads or changes entities takes `unitOfWork()`; a job written only in SQL takes `db`.
 export type Context = {

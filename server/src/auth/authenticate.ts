@@ -1,17 +1,10 @@
 import { timingSafeEqual } from 'node:crypto';
-import { sqlRows, type SqlScope } from '../db/sql.ts';
 import type { Role } from '@loupe/shared';
+import { sqlRows, type SqlScope } from '../db/sql.ts';
 import { hashApiKey } from './api-keys.ts';
 import type { Credentials } from './credentials.ts';
+import type { AuthUser } from '../domain/auth-user.ts';
 
-export type AuthUser = {
-  id: string;
-  username: string;
-  /** The API key the request was made with (limits that are per key, such as open event streams). */
-  keyId: string;
-  /** entity name → role */
-  roles: ReadonlyMap<string, Role>;
-};
 
 type Row = { key_id: string; user_id: string; username: string; key_hash: string; entity: string | null; role: Role | null };
 

@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache';
-import type { FailureCounts } from './brake.ts';
+import type { FailureCounts } from './failure-counts.ts';
 
 type Window = { failures: number; endsAt: number };
 

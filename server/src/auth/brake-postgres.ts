@@ -1,5 +1,5 @@
 import { sqlRows, sqlRun, type SqlScope } from '../db/sql.ts';
-import type { FailureCounts } from './brake.ts';
+import type { FailureCounts } from './failure-counts.ts';
 
 /** How often a process deletes the rows of ended windows (only while failures are being counted). */
 const SWEEP_EVERY_MS = 60_000;

@@ -1,14 +1,17 @@
 import { defineEntity, p } from '@mikro-orm/core';
 
-// Columns are snake_case (MikroORM's default naming); foreign keys are plain id columns whose
-// constraints live in the migrations.
+// Every table of the schema, with its columns, keys and indexes: what the code reads and writes
+// by, and what test/src/db/entity-schema.test.ts holds against the migrations of both databases
+// (a column, key or index the migrations have and an entity lacks, or the other way round, fails
+// it). Columns are snake_case (MikroORM's default naming); foreign keys are plain id columns whose
+// constraints live in the migrations, as do CHECK constraints and PostgreSQL's collations.
 
 export const User = defineEntity({
   name: 'User',
   tableName: 'users',
   properties: {
-    id: p.string().primary(),
-    username: p.string().unique(),
+    id: p.text().primary(),
+    username: p.text().unique(),
     createdAt: p.datetime(),
   },
 });
@@ -17,13 +20,14 @@ export const ApiKey = defineEntity({
   name: 'ApiKey',
   tableName: 'api_keys',
   properties: {
-    id: p.string().primary(),
-    userId: p.string(),
+    id: p.text().primary(),
+    userId: p.text(),
     /** SHA-256 of the whole key, hex; the key itself is never stored. */
-    keyHash: p.string().unique(),
+    keyHash: p.text().unique(),
     createdAt: p.datetime(),
     revokedAt: p.datetime().nullable(),
   },
+  indexes: [{ name: 'api_keys_user_id_idx', properties: ['userId'] }],
 });
 
 /** An entity in the contract's sense: the owner of projects that users belong to. */
@@ -31,7 +35,7 @@ export const EntityRecord = defineEntity({
   name: 'EntityRecord',
   tableName: 'entities',
   properties: {
-    name: p.string().primary(),
+    name: p.text().primary(),
     createdAt: p.datetime(),
   },
 });
@@ -40,9 +44,9 @@ export const Membership = defineEntity({
   name: 'Membership',
   tableName: 'memberships',
   properties: {
-    userId: p.string().primary(),
-    entity: p.string().primary(),
-    role: p.string(),
+    userId: p.text().primary(),
+    entity: p.text().primary(),
+    role: p.text(),
     createdAt: p.datetime(),
   },
 });
@@ -52,9 +56,9 @@ export const Project = defineEntity({
   tableName: 'projects',
   properties: {
     /** `<entity>/<project>` */
-    id: p.string().primary(),
-    entity: p.string(),
-    name: p.string(),
+    id: p.text().primary(),
+    entity: p.text(),
+    name: p.text(),
     createdAt: p.datetime(),
   },
 });
@@ -63,10 +67,10 @@ export const Call = defineEntity({
   name: 'Call',
   tableName: 'calls',
   properties: {
-    projectId: p.string().primary(),
-    id: p.string().primary(),
-    traceId: p.string(),
-    opName: p.string(),
+    projectId: p.text().primary(),
+    id: p.text().primary(),
+    traceId: p.text(),
+    opName: p.text(),
     startedAt: p.datetime(),
     endedAt: p.datetime().nullable(),
     inputs: p.json<Record<string, unknown>>().nullable(),
@@ -74,23 +78,28 @@ export const Call = defineEntity({
     attributes: p.json<Record<string, unknown>>().nullable(),
     exception: p.text().nullable(),
     /** SHA-256 of the canonical JSON of the element the client sent: the idempotency check. */
-    requestHash: p.string(),
+    requestHash: p.text(),
     createdAt: p.datetime(),
-    createdBy: p.string(),
+    createdBy: p.text(),
   },
+  indexes: [
+    { name: 'calls_trace_idx', properties: ['projectId', 'traceId'] },
+    { name: 'calls_op_name_idx', properties: ['projectId', 'opName'] },
+    { name: 'calls_started_idx', properties: ['projectId', 'startedAt', 'id'] },
+  ],
 });
 
 export const AnnotationSpecRecord = defineEntity({
   name: 'AnnotationSpecRecord',
   tableName: 'annotation_specs',
   properties: {
-    projectId: p.string().primary(),
-    name: p.string().primary(),
-    digest: p.string().primary(),
+    projectId: p.text().primary(),
+    name: p.text().primary(),
+    digest: p.text().primary(),
     description: p.text().nullable(),
     fieldSchema: p.json<Record<string, unknown>>(),
     createdAt: p.datetime(),
-    createdBy: p.string(),
+    createdBy: p.text(),
   },
 });
 
@@ -98,18 +107,19 @@ export const AnnotationQueueRecord = defineEntity({
   name: 'AnnotationQueueRecord',
   tableName: 'annotation_queues',
   properties: {
-    id: p.string().primary(),
-    projectId: p.string(),
-    name: p.string(),
+    id: p.text().primary(),
+    projectId: p.text(),
+    name: p.text(),
     description: p.text().nullable(),
     scorerRefs: p.json<string[]>(),
     annotationsPerItem: p.type('integer'),
     leaseSeconds: p.type('integer'),
     createdAt: p.datetime(),
-    createdBy: p.string(),
+    createdBy: p.text(),
     updatedAt: p.datetime(),
     deletedAt: p.datetime().nullable(),
   },
+  indexes: [{ name: 'annotation_queues_project_idx', properties: ['projectId', 'createdAt'] }],
 });
 
 /** A secret the server made for itself (see db/server-secret.ts), shared by its processes. */
@@ -117,10 +127,109 @@ export const ServerSecret = defineEntity({
   name: 'ServerSecret',
   tableName: 'server_secrets',
   properties: {
-    name: p.string().primary(),
+    name: p.text().primary(),
     value: p.text(),
     createdAt: p.datetime(),
   },
 });
 
-export const entities = [User, ApiKey, EntityRecord, Membership, Project, Call, AnnotationSpecRecord, AnnotationQueueRecord, ServerSecret];
+const LIVE = 'deleted_at is null';
+
+/** A call in a queue, with the call's fields the items query sorts and filters by copied in. */
+export const AnnotationQueueItemRecord = defineEntity({
+  name: 'AnnotationQueueItemRecord',
+  tableName: 'annotation_queue_items',
+  properties: {
+    id: p.text().primary(),
+    projectId: p.text(),
+    queueId: p.text(),
+    callId: p.text(),
+    callStartedAt: p.datetime(),
+    callEndedAt: p.datetime().nullable(),
+    callOpName: p.text(),
+    callTraceId: p.text(),
+    displayFields: p.json<string[]>(),
+    /** The item's shown state, kept by every progress write (contract 5.2). */
+    state: p.text(),
+    stateAnnotatorUserId: p.text().nullable(),
+    stateUpdatedAt: p.datetime().nullable(),
+    addedBy: p.text(),
+    createdAt: p.datetime(),
+    createdBy: p.text(),
+    updatedAt: p.datetime(),
+    deletedAt: p.datetime().nullable(),
+  },
+  uniques: [{ name: 'annotation_queue_items_call_uq', properties: ['queueId', 'callId'], where: LIVE }],
+  indexes: [
+    { name: 'annotation_queue_items_created_at_idx', properties: ['queueId', 'createdAt', 'id'], where: LIVE },
+    { name: 'annotation_queue_items_updated_at_idx', properties: ['queueId', 'updatedAt', 'id'], where: LIVE },
+    { name: 'annotation_queue_items_call_started_at_idx', properties: ['queueId', 'callStartedAt', 'id'], where: LIVE },
+    { name: 'annotation_queue_items_call_op_name_idx', properties: ['queueId', 'callOpName', 'id'], where: LIVE },
+  ],
+});
+
+/** One annotator's state of one item (contract 5.2), with the lease an `in_progress` holds. */
+export const AnnotationItemProgressRecord = defineEntity({
+  name: 'AnnotationItemProgressRecord',
+  tableName: 'annotation_item_progress',
+  properties: {
+    itemId: p.text().primary(),
+    annotatorUserId: p.text().primary(),
+    queueId: p.text(),
+    state: p.text(),
+    leaseExpiresAt: p.datetime().nullable(),
+    createdAt: p.datetime(),
+    updatedAt: p.datetime(),
+  },
+  indexes: [{ name: 'annotation_item_progress_queue_idx', properties: ['queueId', 'annotatorUserId'] }],
+});
+
+/** A feedback record (contract 4). */
+export const FeedbackRecord = defineEntity({
+  name: 'FeedbackRecord',
+  tableName: 'feedback',
+  properties: {
+    projectId: p.text().primary(),
+    id: p.text().primary(),
+    svcRef: p.text(),
+    feedbackType: p.text(),
+    payload: p.json<Record<string, unknown>>(),
+    creator: p.text().nullable(),
+    annotationRef: p.text().nullable(),
+    runnableRef: p.text().nullable(),
+    callRef: p.text().nullable(),
+    triggerRef: p.text().nullable(),
+    queueId: p.text().nullable(),
+    svcUserId: p.text(),
+    createdAt: p.datetime(),
+    /** SHA-256 of the canonical JSON of the element the client sent: the idempotency check. */
+    requestHash: p.text().nullable(),
+  },
+  indexes: [
+    { name: 'feedback_created_idx', properties: ['projectId', 'createdAt', 'id'] },
+    { name: 'feedback_svc_ref_idx', properties: ['projectId', 'svcRef'] },
+    { name: 'feedback_queue_idx', properties: ['queueId', 'annotationRef'], where: 'queue_id is not null' },
+    { name: 'feedback_user_idx', properties: ['projectId', 'svcUserId'] },
+  ],
+});
+
+/** The failed-authentication brake's counts, shared by every process (PostgreSQL only: SQLite counts in memory). */
+export const AuthFailureRecord = defineEntity({
+  name: 'AuthFailureRecord',
+  tableName: 'auth_failures',
+  properties: {
+    client: p.text().primary(),
+    failures: p.type('integer'),
+    windowEnds: p.datetime(),
+  },
+  indexes: [{ name: 'auth_failures_window_ends_idx', properties: ['windowEnds'] }],
+});
+
+/** The entities of a dialect's schema. */
+export function entitiesOf(dialect: 'sqlite' | 'postgresql') {
+  const shared = [
+    User, ApiKey, EntityRecord, Membership, Project, Call, AnnotationSpecRecord, AnnotationQueueRecord, AnnotationQueueItemRecord,
+    AnnotationItemProgressRecord, FeedbackRecord, ServerSecret,
+  ];
+  return dialect === 'postgresql' ? [...shared, AuthFailureRecord] : shared;
+}

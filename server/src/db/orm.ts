@@ -1,10 +1,11 @@
 import { MikroORM, type Options } from '@mikro-orm/core';
 import { Migrator } from '@mikro-orm/migrations';
 import { SqliteDriver, type AbstractSqlDriver, type SqlEntityManager } from '@mikro-orm/sql';
-import { entities } from './entities.ts';
+import { entitiesOf } from './entities.ts';
 import { migrations } from './migrations/index.ts';
 import { LoupePostgreSqlDriver, SelfClosingClient } from './postgres-driver.ts';
 import { LoupeSqliteDialect } from './sqlite-dialect.ts';
+import type { DatabaseTimeouts } from '../config.ts';
 
 export type Dialect = 'sqlite' | 'postgresql';
 /** The ORM over either SQL driver: its entity managers are SQL ones (query builder, Kysely). */
@@ -29,7 +30,6 @@ export function dialectOf(databaseUrl: string): Dialect {
  * (a stalled process holding locks). The admin tool leaves the last two unset: its commands, a
  * migration among them, may take as long as they need.
  */
-export type DatabaseTimeouts = { connectMs: number; statementMs?: number; idleInTransactionMs?: number };
 
 export const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
 /** How much longer than statement_timeout the client waits before it stops waiting for the server. */
@@ -46,7 +46,7 @@ function postgresDriverOptions(timeouts: DatabaseTimeouts): Record<string, unkno
 
 function optionsFor(databaseUrl: string, poolSize: number, timeouts: DatabaseTimeouts): Partial<Options<AbstractSqlDriver>> {
   const common = {
-    entities,
+    entities: entitiesOf(dialectOf(databaseUrl)),
     extensions: [Migrator],
     migrations: { migrationsList: migrations[dialectOf(databaseUrl)], transactional: true, allOrNothing: true, silent: true, snapshot: false },
     discovery: { warnWhenNoEntities: false },

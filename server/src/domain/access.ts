@@ -1,6 +1,6 @@
 import { sqlDate, sqlRun, type SqlScope } from '../db/sql.ts';
 import { splitProjectId } from '@loupe/shared';
-import type { AuthUser } from '../auth/authenticate.ts';
+import type { AuthUser } from './auth-user.ts';
 import { forbidden } from './errors.ts';
 
 export type Access = 'read' | 'write';

@@ -1,11 +1,10 @@
 import type { InferEntity } from '@mikro-orm/core';
 import type { AnnotationQueue, AnnotationQueueCreateReq, AnnotationQueueQueryReq, AnnotationQueueUpdateReq } from '@loupe/shared';
-import type { AuthUser } from '../auth/authenticate.ts';
+import type { AuthUser } from './auth-user.ts';
 import { AnnotationQueueRecord } from '../db/entities.ts';
 import type { Em } from '../db/orm.ts';
 import { dateFromSql, jsonFromSql, onPostgres, placeholders, sqlDate, sqlRows, sqlRun, type SqlScope } from '../db/sql.ts';
-import { publishingTransaction } from '../events/publishing-transaction.ts';
-import { queueEvent, type QueueEventPublisher } from '../events/queue-event-bus.ts';
+import { publishingTransaction, queueEvent, type QueueEventPublisher } from './queue-events.ts';
 import { ensureProject, requireProjectAccess } from './access.ts';
 import { resolveSpecRef } from './annotation-specs.ts';
 import { notFound } from './errors.ts';

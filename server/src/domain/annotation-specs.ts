@@ -1,6 +1,6 @@
 import type { InferEntity } from '@mikro-orm/core';
 import { objectRef, parseRef, type AnnotationSpec, type AnnotationSpecCreateReq, type AnnotationSpecQueryReq } from '@loupe/shared';
-import type { AuthUser } from '../auth/authenticate.ts';
+import type { AuthUser } from './auth-user.ts';
 import { AnnotationSpecRecord } from '../db/entities.ts';
 import type { Em } from '../db/orm.ts';
 import { ensureProject, requireProjectAccess } from './access.ts';

@@ -1,7 +1,7 @@
 import { raw, type InferEntity } from '@mikro-orm/core';
 import type { Em } from '../db/orm.ts';
 import type { Call as CallDto, CallCreateReq, CallQueryReq } from '@loupe/shared';
-import type { AuthUser } from '../auth/authenticate.ts';
+import type { AuthUser } from './auth-user.ts';
 import { Call } from '../db/entities.ts';
 import { ensureProject, requireProjectAccess } from './access.ts';
 import { conflict, invalid, notFound } from './errors.ts';

@@ -1,9 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { AnnotationQueueItem } from '@loupe/shared';
-import type { AuthUser } from '../auth/authenticate.ts';
+import type { AuthUser } from './auth-user.ts';
 import { lockClause, onPostgres, sqlDate, sqlRows, type SqlScope } from '../db/sql.ts';
-import { publishingTransaction } from '../events/publishing-transaction.ts';
-import { queueEvent, type QueueEventPublisher } from '../events/queue-event-bus.ts';
+import { publishingTransaction, queueEvent, type QueueEventPublisher } from './queue-events.ts';
 import { isTransactionConflict } from '../db/unavailable.ts';
 import { requireProjectAccess } from './access.ts';
 import { liveQueue, queueWriteLockTerm } from './annotation-queues.ts';

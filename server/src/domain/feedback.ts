@@ -1,6 +1,6 @@
 import { objectRef, type Feedback, type FeedbackCreateReq, type FeedbackCreateRes, type FeedbackQueryReq } from '@loupe/shared';
 import type { ValidateFunction } from 'ajv';
-import type { AuthUser } from '../auth/authenticate.ts';
+import type { AuthUser } from './auth-user.ts';
 import { AnnotationQueueRecord, AnnotationSpecRecord } from '../db/entities.ts';
 import type { Em } from '../db/orm.ts';
 import { Conditions, isoFromSql, jsonFromSql, onPostgres, placeholders, sqlDate, sqliteArrays, sqlRows, sqlRun, sqlTransaction, type SqlScope } from '../db/sql.ts';

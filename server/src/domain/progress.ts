@@ -1,8 +1,7 @@
 import type { AnnotationQueueItem, AnnotationQueueItemProgressReq, ProgressState } from '@loupe/shared';
-import type { AuthUser } from '../auth/authenticate.ts';
+import type { AuthUser } from './auth-user.ts';
 import { sqlDate, sqlRows, sqlRun, type SqlScope } from '../db/sql.ts';
-import { publishingTransaction } from '../events/publishing-transaction.ts';
-import { queueEvent, type QueueEventPublisher } from '../events/queue-event-bus.ts';
+import { publishingTransaction, queueEvent, type QueueEventPublisher } from './queue-events.ts';
 import { requireProjectAccess } from './access.ts';
 import { invalid, notFound } from './errors.ts';
 import { liveItem, QUEUE_IS_LIVE, toItemDto } from './queue-items.ts';

@@ -1,5 +1,5 @@
 import { splitProjectId, type ProjectUser, type ProjectUsersReq } from '@loupe/shared';
-import type { AuthUser } from '../auth/authenticate.ts';
+import type { AuthUser } from './auth-user.ts';
 import { placeholders, sqlRows, type SqlScope } from '../db/sql.ts';
 import { requireProjectAccess } from './access.ts';
 

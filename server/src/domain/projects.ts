@@ -1,5 +1,5 @@
 import type { Project, ProjectQueryReq } from '@loupe/shared';
-import type { AuthUser } from '../auth/authenticate.ts';
+import type { AuthUser } from './auth-user.ts';
 import { isoFromSql, placeholders, sqlRows, type SqlScope } from '../db/sql.ts';
 import { forbidden } from './errors.ts';
 

@@ -1,5 +1,5 @@
 import type { AnnotationQueueItem, AnnotationQueueItemsAddReq, AnnotationQueueItemsQueryReq, ItemSort } from '@loupe/shared';
-import type { AuthUser } from '../auth/authenticate.ts';
+import type { AuthUser } from './auth-user.ts';
 import {
   Conditions,
   isoFromSql,
@@ -12,8 +12,7 @@ import {
   sqlRun,
   type SqlScope,
 } from '../db/sql.ts';
-import { publishingTransaction } from '../events/publishing-transaction.ts';
-import { queueEvent, type QueueEventPublisher } from '../events/queue-event-bus.ts';
+import { publishingTransaction, queueEvent, type QueueEventPublisher } from './queue-events.ts';
 import { ensureProject, requireProjectAccess } from './access.ts';
 import { liveQueue, lockQueuesForWrite, queueWriteLockTerm } from './annotation-queues.ts';
 import { notFound, tooLarge } from './errors.ts';

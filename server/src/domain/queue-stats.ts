@@ -1,5 +1,5 @@
 import type { AnnotationQueueStats } from '@loupe/shared';
-import type { AuthUser } from '../auth/authenticate.ts';
+import type { AuthUser } from './auth-user.ts';
 import { placeholders, sqlRows, type SqlScope } from '../db/sql.ts';
 import { requireProjectAccess } from './access.ts';
 import { liveQueues } from './annotation-queues.ts';
@@ -8,7 +8,8 @@ type Count = number | string;
 
 /**
  * Per queue: live items, items finished (completed or skipped) by at least one annotator, items by
- * their shown state, and each annotator's progress records by state.
+ * their shown state, each annotator's progress records by state, and items done (finished by as
+ * many annotators as the queue asks for).
  */
 export async function queueStats(db: SqlScope, user: AuthUser, projectId: string, queueIds: readonly string[]): Promise<AnnotationQueueStats[]> {
   requireProjectAccess(user, projectId, 'read');
@@ -21,12 +22,17 @@ export async function queueStats(db: SqlScope, user: AuthUser, projectId: string
       where queue_id ${inQueues} and deleted_at is null group by queue_id, state`,
     ids,
   );
-  const finished = await sqlRows<{ queue_id: string; n: Count }>(db,
-    `select i.queue_id, count(*) as n from annotation_queue_items i
+  // Per queue, the live items with at least one finishing annotator, and those with as many as
+  // the queue asks for.
+  const finished = await sqlRows<{ queue_id: string; finished: Count; done: Count }>(db,
+    `select i.queue_id, count(*) as finished, sum(case when f.n >= q.annotations_per_item then 1 else 0 end) as done
+       from annotation_queue_items i
+       join annotation_queues q on q.id = i.queue_id
+       join (select item_id, count(*) as n from annotation_item_progress
+              where queue_id ${inQueues} and state in ('completed', 'skipped') group by item_id) f on f.item_id = i.id
       where i.queue_id ${inQueues} and i.deleted_at is null
-        and exists (select 1 from annotation_item_progress p where p.item_id = i.id and p.state in ('completed', 'skipped'))
       group by i.queue_id`,
-    ids,
+    [...ids, ...ids],
   );
   const byAnnotator = await sqlRows<{ queue_id: string; annotator_user_id: string; state: string; n: Count }>(db,
     `select p.queue_id, p.annotator_user_id, p.state, count(*) as n from annotation_item_progress p
@@ -46,12 +52,14 @@ export async function queueStats(db: SqlScope, user: AuthUser, projectId: string
       entry[row.state as 'in_progress' | 'completed' | 'skipped'] = Number(row.n);
       annotators.set(row.annotator_user_id, entry);
     }
+    const counts = finished.find((row) => row.queue_id === queueId);
     return {
       queue_id: queueId,
       total_items: Object.values(states).reduce((a, b) => a + b, 0),
-      completed_items: Number(finished.find((row) => row.queue_id === queueId)?.n ?? 0),
+      completed_items: Number(counts?.finished ?? 0),
       by_state: states,
       by_annotator: [...annotators.values()].sort((a, b) => a.annotator_user_id.localeCompare(b.annotator_user_id)),
+      done_items: Number(counts?.done ?? 0),
     };
   });
 }

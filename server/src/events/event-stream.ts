@@ -1,6 +1,6 @@
 import type { AnnotationQueueEvent } from '@loupe/shared';
 import { DomainError } from '../domain/errors.ts';
-import type { QueueEventSubscriber } from './local-fanout.ts';
+import type { QueueEventSubscriber, Renewal } from './queue-event-bus.ts';
 
 /**
  * Events waiting for a slow client are bounded: past this many, they collapse into one
@@ -9,11 +9,6 @@ import type { QueueEventSubscriber } from './local-fanout.ts';
  */
 const MAX_WAITING = 256;
 
-/**
- * Why a stream ends that its client should open again: it is sent as a 503, which tRPC's client
- * answers by reconnecting (a stream that simply ended would be taken as finished for good).
- */
-export type Renewal = 'shutdown' | 'expired' | 'missed';
 
 const RENEWAL_REASONS: Record<Renewal, string> = {
   shutdown: 'This server process is shutting down; reconnect.',

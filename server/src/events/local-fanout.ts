@@ -1,13 +1,5 @@
-import type { AnnotationQueueEvent } from '@loupe/shared';
-import type { Renewal } from './event-stream.ts';
-import type { EventTopic, QueueBusEvent } from './queue-event-bus.ts';
-
-/** One subscriber of a queue's or a project's events in this process (an open event stream). */
-export type QueueEventSubscriber = {
-  push(event: AnnotationQueueEvent): void;
-  /** Ends the subscriber's stream and tells its client to reconnect. */
-  end(renewal: Renewal): void;
-};
+import type { QueueBusEvent } from '../domain/queue-events.ts';
+import type { EventTopic, QueueEventSubscriber } from './queue-event-bus.ts';
 
 /**
  * This process's subscribers, by queue id and by project id. Holds nothing but the open streams:

@@ -1,5 +1,6 @@
 import { LocalFanout } from './local-fanout.ts';
-import type { QueueBusEvent, QueueEventBus } from './queue-event-bus.ts';
+import type { QueueBusEvent } from '../domain/queue-events.ts';
+import type { QueueEventBus } from './queue-event-bus.ts';
 
 /**
  * The bus on SQLite: one server process owns the database file (db/sqlite-server-lock.ts), so

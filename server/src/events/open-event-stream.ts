@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { AuthUser } from '../auth/authenticate.ts';
+import type { AuthUser } from '../domain/auth-user.ts';
 import type { SqlScope } from '../db/sql.ts';
 import { requireProjectAccess } from '../domain/access.ts';
 import { liveQueue } from '../domain/annotation-queues.ts';

@@ -3,7 +3,8 @@ import { onPostgres, sqlRows, type SqlScope } from '../db/sql.ts';
 import { secretMasker } from '../db/database-url.ts';
 import type { Logger } from '../log.ts';
 import { LocalFanout } from './local-fanout.ts';
-import { QUEUE_EVENTS_CHANNEL, QueueBusEvent, type EventTopic, type QueueEventBus, type QueueEventPublisher } from './queue-event-bus.ts';
+import { QueueBusEvent, type QueueEventPublisher } from '../domain/queue-events.ts';
+import { QUEUE_EVENTS_CHANNEL, type EventTopic, type QueueEventBus } from './queue-event-bus.ts';
 
 const RECONNECT_FIRST_MS = 100;
 const RECONNECT_MAX_MS = 5_000;

@@ -1,28 +1,20 @@
-import { AnnotationQueueEvent } from '@loupe/shared';
-import { z } from 'zod';
-import type { SqlScope } from '../db/sql.ts';
-import type { QueueEventSubscriber } from './local-fanout.ts';
-
-/**
- * A queue event as it travels from a write to the streams: with the queue's project, by which the
- * streams of a whole project find it. Streams hand it on without the project (see LocalFanout).
- */
-export const QueueBusEvent = AnnotationQueueEvent.extend({ project_id: z.string() });
-export type QueueBusEvent = z.infer<typeof QueueBusEvent>;
+import type { AnnotationQueueEvent } from '@loupe/shared';
+import type { QueueEventPublisher } from '../domain/queue-events.ts';
 
 /** What a stream follows: one queue, or every queue of one project. */
 export type EventTopic = { queue_id: string } | { project_id: string };
 
 /**
- * What a write does with the events it causes: `publish` inside its transaction, `committed` once
- * the transaction has committed. Only one of them does anything, depending on the database:
- * PostgreSQL sends a NOTIFY in the transaction (the database delivers it to every server process
- * if and only if the transaction commits); SQLite, which only one process can serve, hands the
- * events to this process's subscribers after the commit.
+ * Why a stream ends that its client should open again: it is sent as a 503, which tRPC's client
+ * answers by reconnecting (a stream that simply ended would be taken as finished for good).
  */
-export type QueueEventPublisher = {
-  publish(tx: SqlScope, events: readonly QueueBusEvent[]): Promise<void>;
-  committed(events: readonly QueueBusEvent[]): void;
+export type Renewal = 'shutdown' | 'expired' | 'missed';
+
+/** One subscriber of a queue's or a project's events in this process (an open event stream). */
+export type QueueEventSubscriber = {
+  push(event: AnnotationQueueEvent): void;
+  /** Ends the subscriber's stream and tells its client to reconnect. */
+  end(renewal: Renewal): void;
 };
 
 /** The events of queues, for writers (publisher) and for the open event streams of this process. */
@@ -43,7 +35,3 @@ export type QueueEventBus = QueueEventPublisher & {
  * project, so one NOTIFY serves the streams of the queue and those of its project.
  */
 export const QUEUE_EVENTS_CHANNEL = 'loupe_queue_events';
-
-export function queueEvent(type: AnnotationQueueEvent['type'], projectId: string, queueId: string, itemId?: string): QueueBusEvent {
-  return { type, queue_id: queueId, ...(itemId === undefined ? {} : { item_id: itemId }), at: new Date().toISOString(), project_id: projectId };
-}

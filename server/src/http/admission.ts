@@ -1,29 +1,13 @@
-import type { IncomingMessage } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
-import type { Services } from '../api/context.ts';
-import { authenticate, type AuthUser } from '../auth/authenticate.ts';
+import { admit, refuse } from '../api/request-admission.ts';
+import type { Services } from '../api/services.ts';
+import { authenticate } from '../auth/authenticate.ts';
+import type { AuthUser } from '../domain/auth-user.ts';
 import { parseAuthorization } from '../auth/credentials.ts';
 import { DomainError } from '../domain/errors.ts';
 import { leaveBodyUnread, sendError, sendFailure } from './errors.ts';
 import { carriesBody, onTypedDoor } from './request-kind.ts';
 import { MAX_TRPC_BATCH, type RouteTable } from './route-table.ts';
-
-const USER = Symbol('loupe.user');
-const REFUSED = Symbol('loupe.refused');
-type Admitted = IncomingMessage & { [USER]?: AuthUser; [REFUSED]?: unknown };
-
-/** The user a request was admitted as (set before its body was read), if its route needs one. */
-export function admittedUser(req: IncomingMessage): AuthUser | undefined {
-  return (req as Admitted)[USER];
-}
-
-/**
- * Why a typed-door request was refused before its body was read (401, 429, 503). Its answer must
- * be in tRPC's own envelope, which its clients read: the procedure throws this error unread.
- */
-export function refusalOf(req: IncomingMessage): unknown {
-  return (req as Admitted)[REFUSED];
-}
 
 /**
  * Decides, from the method, path and headers alone, whether a request may go on to have its body
@@ -74,11 +58,11 @@ export function admission(services: Services, routes: RouteTable) {
 export function userRequirement(services: Services) {
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     try {
-      (req as Admitted)[USER] = await authenticated(services, req);
+      admit(req, await authenticated(services, req));
     } catch (error) {
       leaveBodyUnread(req, res, services.config.limits.bodyBytes);
       if (onTypedDoor(req.path)) {
-        (req as Admitted)[REFUSED] = error;
+        refuse(req, error);
         return next();
       }
       return sendFailure(req, res, error);

@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
-import { refusalOf } from './admission.ts';
+import { refusalOf } from '../api/request-admission.ts';
 import { BodyBudget } from './body-budget.ts';
 import { leaveBodyUnread, sendError } from './errors.ts';
 import { bodyWeight, measureJson, provisionalWeight } from './json-shape.ts';

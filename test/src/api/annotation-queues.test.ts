@@ -598,6 +598,7 @@ describeEachBackend('annotation queues', (backend) => {
         queue_id: queueId,
         total_items: 6,
         completed_items: 4, // items 0, 1, 3 and 4 each have an annotator who completed or skipped them
+        done_items: 4, // one annotation per item asked for
         by_state: { unstarted: 1, in_progress: 2, completed: 1, skipped: 2 },
         by_annotator: sortByUser([
           { annotator_user_id: member.user_id, in_progress: 1, completed: 1, skipped: 1 },
@@ -609,6 +610,7 @@ describeEachBackend('annotation queues', (backend) => {
         queue_id: emptyQueue,
         total_items: 0,
         completed_items: 0,
+        done_items: 0,
         by_state: { unstarted: 0, in_progress: 0, completed: 0, skipped: 0 },
         by_annotator: [],
       });
@@ -616,6 +618,24 @@ describeEachBackend('annotation queues', (backend) => {
       expect(unknown.status).toBe(404);
       expect((await rest(server, 'POST', '/annotation_queues/stats', { key: member.api_key, body: { project_id: projectId, queue_ids: [] } })).status).toBe(400);
       expect((await rest(server, 'POST', '/annotation_queues/stats', { key: member.api_key, body: { project_id: 'acme/stats-other', queue_ids: [queueId] } })).status).toBe(404);
+    });
+
+    it('counts as done only the items with as many finishing annotators as annotations_per_item', async () => {
+      const projectId = 'acme/stats-two';
+      const { queueId, items } = await queueWithItems(server, member.api_key, projectId, 4, { annotations_per_item: 2 });
+      const third = await createUser(server, { entity: 'acme' });
+      const set = async (key: string, index: number, state: string) =>
+        expect((await progress(server, key, projectId, queueId, items[index]!.id, state)).status).toBe(200);
+      await set(member.api_key, 0, 'completed');
+      await set(other.api_key, 0, 'skipped'); // two finishers: done
+      await set(member.api_key, 1, 'completed');
+      await set(other.api_key, 1, 'in_progress'); // one finisher, one at work: not done
+      await set(third.api_key, 2, 'completed'); // one finisher: not done
+      await set(member.api_key, 3, 'completed');
+      await set(other.api_key, 3, 'completed');
+      await set(third.api_key, 3, 'completed'); // three finishers: done
+      const s = await stats(server, viewer.api_key, projectId, queueId);
+      expect(s).toMatchObject({ total_items: 4, completed_items: 4, done_items: 2 });
     });
   });
 });

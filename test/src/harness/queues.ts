@@ -105,6 +105,7 @@ export type QueueStats = {
   completed_items: number;
   by_state: { unstarted: number; in_progress: number; completed: number; skipped: number };
   by_annotator: { annotator_user_id: string; in_progress: number; completed: number; skipped: number }[];
+  done_items: number;
 };
 
 export async function stats(server: Target, key: string, projectId: string, queueId: string): Promise<QueueStats> {

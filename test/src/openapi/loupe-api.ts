@@ -990,6 +990,7 @@ export interface operations {
                                 completed: number;
                                 skipped: number;
                             }[];
+                            done_items: number;
                         }[];
                     };
                 };

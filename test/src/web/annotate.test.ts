@@ -4,7 +4,7 @@ import { describeEachBackend } from '../harness/backends.ts';
 import { describeInBrowser, launchChromium, openPage, screenshot, seriousViolations, type PageTrouble } from '../harness/browser.ts';
 import { allFeedback, callRefOf, createSpec } from '../harness/feedback.ts';
 import { createUser, rest, type CreatedKeyForTest } from '../harness/http.ts';
-import { createCalls, createQueue, queryItems, stats, uniqueId, type CallInput } from '../harness/queues.ts';
+import { createCalls, createQueue, projectQuery, queryItems, stats, uniqueId, type CallInput } from '../harness/queues.ts';
 import { startTestServer, type TestServer } from '../harness/server.ts';
 
 // The annotate page in Chromium against the real server: everything is set up through the API,
@@ -54,8 +54,11 @@ describeInBrowser('annotate page in Chromium', () => {
       return { queueId, callIds };
     }
 
+    /** Console errors other than Chromium's log of a request answered 404. */
+    const withoutNotFound = (errors: string[]) => errors.filter((message) => !/status of 404/.test(message));
+
     /** The annotate page of a queue, signed in as alice, with no pointer ever used. */
-    async function openAnnotate(queueId: string): Promise<{ page: Page; close: () => Promise<void> }> {
+    async function openAnnotate(queueId: string): Promise<{ page: Page; trouble: PageTrouble; close: () => Promise<void> }> {
       const opened = await openPage(browser);
       troubles.push(opened.trouble);
       const { page } = opened;
@@ -107,7 +110,7 @@ describeInBrowser('annotate page in Chromium', () => {
         await expect.poll(() => call.locator('strong').allInnerTexts()).toEqual(['2+2', 'four']);
         expect(await call.getByRole('region', { name: 'Display fields' }).getByText('Not in this call.').count()).toBe(1);
         await expect.poll(() => page.getByText(/0 of 3 items done/).count()).toBe(1);
-        expect(await page.getByText(/Lease: \d+:\d\d left/).count()).toBe(1);
+        expect(await page.getByText(/Held for you: \d+:\d\d left/).count()).toBe(1);
         await screenshot(page, `${backend}-annotate`);
         expect(await seriousViolations(page)).toEqual([]);
 
@@ -210,14 +213,80 @@ describeInBrowser('annotate page in Chromium', () => {
         await expect.poll(() => tokens.getAttribute('aria-invalid')).toBe('true');
         const describedBy = (await tokens.getAttribute('aria-describedby'))!;
         expect(await page.locator(`[id="${describedBy}"]`).innerText()).toBe('Must be at most 1000.');
-        // The field with the refused value has the focus again, to be fixed.
-        expect(await tokens.evaluate((element) => element === document.activeElement)).toBe(true);
+        // The field with the refused value has the focus again, to be fixed: at its label, not in
+        // its text box, so that the next keys are still shortcuts.
+        const tokensId = await tokens.getAttribute('id');
+        expect(await page.evaluate(() => [document.activeElement?.tagName, document.activeElement?.getAttribute('for')])).toEqual(['LABEL', tokensId]);
         await screenshot(page, `${backend}-annotate-refused`);
         expect(await seriousViolations(page)).toEqual([]);
         expect(await allFeedback(server, alice.api_key, PROJECT, { queue_id: queueId })).toEqual([]);
         items = await queryItems(server, alice.api_key, PROJECT, queueId);
         expect(items[1]!.annotation_state).toBe('in_progress');
         expect(await pointerEvents(page)).toBe(0);
+      } finally {
+        await close();
+      }
+    });
+
+    it('stores nothing for optional fields left empty, and after a refused submit the keys typed are shortcuts, not text', async () => {
+      const comment = (await createSpec(server, alice.api_key, PROJECT, 'comment', { type: 'string', maxLength: 500 })).ref;
+      const confidence = (await createSpec(server, alice.api_key, PROJECT, 'confidence', { type: ['integer', 'null'], minimum: 1, maximum: 3 })).ref;
+      const { queueId, callIds } = await queueOf([{ op_name: 'opt-1' }, { op_name: 'opt-2' }], { scorer_refs: [refs.tokens, comment, confidence] });
+      const { page, close } = await openAnnotate(queueId);
+      try {
+        await page.keyboard.press('Enter');
+        await callHeading(page, 'opt-1').waitFor();
+        expect(await page.getByText('(optional)', { exact: true }).count()).toBe(2);
+        // Nothing entered: only tokens, which is required, is refused.
+        await page.keyboard.press('Control+Enter');
+        await expect.poll(() => page.getByLabel('tokens').getAttribute('aria-invalid')).toBe('true');
+        expect(await page.locator('[aria-invalid="true"]').count()).toBe(1);
+        // Focus is on the refused field's group, not in its box: "s" skips.
+        await page.keyboard.press('s');
+        await callHeading(page, 'opt-2').waitFor();
+        // A digit starts the number field's value; the optional fields are left empty.
+        await page.keyboard.press('7');
+        await page.keyboard.press('Control+Enter');
+        await page.getByRole('heading', { name: 'Nothing left to annotate' }).waitFor();
+
+        const stored = await allFeedback(server, alice.api_key, PROJECT, { queue_id: queueId });
+        expect(stored.map((record) => [record.call_ref, record.feedback_type, record.payload])).toEqual([
+          [callRefOf(PROJECT, callIds[1]!), 'svc.annotation.tokens', { value: 7 }],
+        ]);
+        const items = await queryItems(server, alice.api_key, PROJECT, queueId);
+        expect(items.map((item) => [item.call_id, item.annotation_state])).toEqual([
+          [callIds[0], 'skipped'],
+          [callIds[1], 'completed'],
+        ]);
+        expect(await pointerEvents(page)).toBe(0);
+      } finally {
+        await close();
+      }
+    });
+
+    it('lists the shortcuts with ? from the start screen on, and shows the reactions in the system emoji font, or by name where Chromium has none', async () => {
+      const { queueId } = await queueOf([{ op_name: 'react-1' }]);
+      const { page, close } = await openAnnotate(queueId);
+      try {
+        await page.keyboard.press('?');
+        const dialog = page.getByRole('dialog', { name: /shortcuts/i });
+        await dialog.waitFor();
+        await page.keyboard.press('Escape');
+        await dialog.waitFor({ state: 'hidden' });
+        await page.keyboard.press('Enter');
+        await callHeading(page, 'react-1').waitFor();
+        // The page's own test: a thumbs-up drawn on a canvas with a coloured pixel means a colour emoji font.
+        const colour = await page.evaluate(() => {
+          const context = document.createElement('canvas').getContext('2d')!;
+          context.font = "20px 'Apple Color Emoji', 'Segoe UI Emoji', 'Noto Color Emoji', 'Twemoji Mozilla', sans-serif";
+          context.textBaseline = 'top';
+          context.fillText('👍', 0, 0);
+          const data = context.getImageData(0, 0, 24, 24).data;
+          for (let at = 0; at < data.length; at += 4) if (data[at + 3]! > 0 && (Math.abs(data[at]! - data[at + 1]!) > 30 || Math.abs(data[at + 1]! - data[at + 2]!) > 30)) return true;
+          return false;
+        });
+        const shown = await page.getByRole('radiogroup', { name: 'Reaction (optional)' }).locator('.option span').allInnerTexts();
+        expect(shown).toEqual(colour ? ['None', '👍', '👎', '❤️', '🎉', '🤔'] : ['None', 'thumbs up', 'thumbs down', 'red heart', 'party popper', 'thinking face']);
       } finally {
         await close();
       }
@@ -266,6 +335,48 @@ describeInBrowser('annotate page in Chromium', () => {
         expect(await seriousViolations(page)).toEqual([]);
       } finally {
         await close();
+      }
+    });
+
+    it('says plainly that a queue which does not exist is gone, with a way back to its project', async () => {
+      const opened = await openPage(browser);
+      const { page, trouble } = opened;
+      try {
+        await page.addInitScript((key: string) => sessionStorage.setItem('loupe.apiKey', key), alice.api_key);
+        await page.goto(`${server.url}/app/p/${PROJECT}/q/00000000-0000-7000-8000-000000000000/annotate`);
+        await page.getByRole('heading', { level: 1, name: 'This queue is gone' }).waitFor({ timeout: 10_000 });
+        await expect.poll(() => page.getByText('Loading…').count()).toBe(0);
+        await page.getByRole('link', { name: `Back to ${PROJECT}` }).focus();
+        await page.keyboard.press('Enter');
+        await page.waitForURL(`${server.url}/app/p/${PROJECT}`);
+        expect(await seriousViolations(page)).toEqual([]);
+        // Chromium logs the 404 answers to the page's reads of the queue; nothing else went wrong.
+        expect({ ...trouble, consoleErrors: withoutNotFound(trouble.consoleErrors) }).toEqual({ cspViolations: [], consoleErrors: [], pageErrors: [] });
+      } finally {
+        await opened.close();
+      }
+    });
+
+    it('says at once that a queue deleted while an item is open is gone, and stores nothing after', async () => {
+      const { queueId } = await queueOf([{ op_name: 'doomed-1' }, { op_name: 'doomed-2' }]);
+      const { page, close, trouble } = await openAnnotate(queueId);
+      try {
+        await page.keyboard.press('Enter');
+        await callHeading(page, 'doomed-1').waitFor();
+        await page.keyboard.press('1');
+        const deleted = await rest(server, 'DELETE', `/annotation_queues/${queueId}${projectQuery(PROJECT)}`, { key: alice.api_key });
+        expect(deleted.status, deleted.text).toBe(200);
+        // Told by the queue's live event, not by a failed submit.
+        await page.getByRole('heading', { level: 1, name: 'This queue is gone' }).waitFor({ timeout: 5_000 });
+        await screenshot(page, `${backend}-annotate-gone`);
+        await page.keyboard.press('Control+Enter');
+        await page.keyboard.press('s');
+        expect(await allFeedback(server, alice.api_key, PROJECT, { queue_id: queueId })).toEqual([]);
+        expect(await page.getByRole('link', { name: `Back to ${PROJECT}` }).getAttribute('href')).toBe(`/app/p/${PROJECT}`);
+      } finally {
+        await close();
+        // The 404 answers to the page's reads of the deleted queue are expected (see the last case).
+        trouble.consoleErrors.splice(0, trouble.consoleErrors.length, ...withoutNotFound(trouble.consoleErrors));
       }
     });
 

@@ -1,9 +1,10 @@
+import { createMemoryHistory, createRouter } from '@tanstack/react-router';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { parseRoute, type Route } from '../../../clients/web/src/routes.ts';
+import { pageRoutes, routeTree, type PageName } from '../../../clients/web/src/routes.ts';
 import { annotateThroughApi, createAnnotatingQueue, type AnnotatingQueue } from '../harness/annotating-fixture.ts';
 import { describeEachBackend } from '../harness/backends.ts';
-import { describeInBrowser, launchChromium, openPage, screenshot, seriousViolations, type PageTrouble } from '../harness/browser.ts';
+import { describeInBrowser, launchChromium, openPage, screenshot, seriousViolations, type PageTrouble, type PageView } from '../harness/browser.ts';
 import { client, createUser, type CreatedKeyForTest } from '../harness/http.ts';
 import { startTestServer, type TestServer } from '../harness/server.ts';
 
@@ -25,7 +26,7 @@ type PageCase = {
 
 const queuePath = (setup: Setup) => `/app/p/${PROJECT}/q/${setup.queue.queueId}`;
 
-const ROUTES: Record<Route['name'], PageCase> = {
+const ROUTES: Record<PageName, PageCase> = {
   projects: { path: () => '/app/', signedIn: true, shown: (page) => page.locator('main table tbody tr').first().waitFor() },
   models: { path: () => '/app/models', signedIn: true },
   project: { path: () => `/app/p/${PROJECT}`, signedIn: true },
@@ -42,6 +43,14 @@ const ROUTES: Record<Route['name'], PageCase> = {
   agreement: { path: (setup) => `${queuePath(setup)}/agreement`, signedIn: true },
   'not-found': { path: () => '/app/no/such/page', signedIn: true, shown: (page) => page.getByRole('heading', { name: 'Page not found' }).waitFor() },
 };
+
+/** The page the app's route tree shows at a path under /app (matched by the router itself, nothing rendered). */
+function pageAt(path: string): PageName {
+  const router = createRouter({ routeTree, history: createMemoryHistory() });
+  const leaf = router.matchRoutes(path.slice('/app'.length) || '/').at(-1)?.routeId;
+  const page = Object.entries(pageRoutes).find(([, route]) => route.id === leaf);
+  return page ? (page[0] as PageName) : 'not-found';
+}
 
 /** The sign-in page (what /app/ shows signed out), then every route. */
 const PAGES: [string, PageCase][] = [
@@ -79,27 +88,37 @@ describeInBrowser('every page in Chromium', () => {
     afterAll(() => server?.stop());
 
     it('lists every route of the app, each at a path that is that route', () => {
-      for (const [name, entry] of Object.entries(ROUTES)) expect(parseRoute(entry.path(setup).slice('/app/'.length)).name).toBe(name);
+      for (const [name, entry] of Object.entries(ROUTES)) expect(pageAt(entry.path(setup))).toBe(name);
     });
 
     for (const [name, entry] of PAGES) {
       it(`${name}: no serious or critical axe violation, and a screenshot`, async () => {
-        const opened = await openPage(browser);
-        troubles.push(opened.trouble);
-        const { page } = opened;
-        try {
-          if (entry.signedIn) await page.addInitScript((key: string) => sessionStorage.setItem('loupe.apiKey', key), alice.api_key);
-          await page.goto(server.url + entry.path(setup));
-          await page.locator('main h1').first().waitFor();
-          await entry.shown?.(page);
-          // Settled: no part of the page still loading.
-          await expect.poll(() => page.locator('main').getByText(/^Loading/).count()).toBe(0);
-          await screenshot(page, `${backend}-page-${name}`);
-          expect(await seriousViolations(page)).toEqual([]);
-        } finally {
-          await opened.close();
-        }
+        await visit(name, entry, {});
       });
+      // The dark theme on a phone: its colours pass axe's contrast checks, and nothing scrolls sideways.
+      it(`${name}, dark theme at 390 px: no serious or critical axe violation, no sideways scrolling, and a screenshot`, async () => {
+        await visit(name, entry, { width: 390, height: 844, colorScheme: 'dark' });
+      });
+    }
+
+    async function visit(name: string, entry: PageCase, view: PageView): Promise<void> {
+      const opened = await openPage(browser, view);
+      troubles.push(opened.trouble);
+      const { page } = opened;
+      try {
+        if (entry.signedIn) await page.addInitScript((key: string) => sessionStorage.setItem('loupe.apiKey', key), alice.api_key);
+        await page.goto(server.url + entry.path(setup));
+        await page.locator('main h1').first().waitFor();
+        await entry.shown?.(page);
+        // Settled: no part of the page still loading.
+        await expect.poll(() => page.locator('main').getByText(/^Loading/).count()).toBe(0);
+        const variant = view.colorScheme === 'dark' ? `dark-${view.width}-` : '';
+        await screenshot(page, `${backend}-page-${variant}${name}`);
+        expect(await seriousViolations(page)).toEqual([]);
+        if (view.width !== undefined) expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)).toBeLessThanOrEqual(0);
+      } finally {
+        await opened.close();
+      }
     }
 
     it('saw no CSP violation, console error or uncaught error', () => {

@@ -112,9 +112,12 @@ describeInBrowser('queue page in Chromium', () => {
         const counts = await stats(server, viewer.api_key, PROJECT, queueId);
         expect(counts.by_state).toEqual({ unstarted: ITEMS - 4, in_progress: 1, completed: 2, skipped: 1 });
         expect(counts.completed_items).toBe(3);
+        // Three annotations per item: only item 0 has all three.
+        expect(counts.done_items).toBe(1);
         await page.getByRole('heading', { level: 1 }).getByText(/^queue-/).waitFor();
         expect(await page.getByText('Tone and score of support answers.').count()).toBe(1);
-        expect(await page.locator('p.progress').innerText()).toBe(`${counts.completed_items} of ${ITEMS} items done`);
+        expect(await page.locator('p.progress').innerText()).toBe(`${counts.done_items} of ${ITEMS} items done`);
+        expect(await page.getByText('2 more have some of the annotations each item needs.').count()).toBe(1);
         const byState = page.getByRole('region', { name: 'Progress' }).locator('dl.totals');
         expect(await byState.locator('dt').allInnerTexts()).toEqual(['Not started', 'In progress', 'Completed', 'Skipped']);
         expect(await countsByState(page)).toEqual([counts.by_state.unstarted, counts.by_state.in_progress, counts.by_state.completed, counts.by_state.skipped].map(String));
@@ -123,7 +126,7 @@ describeInBrowser('queue page in Chromium', () => {
         await expect.poll(() => byAnnotator.evaluateAll((trs) => trs.map((tr) => [...tr.children].map((cell) => (cell as HTMLElement).innerText)))).toEqual(
           counts.by_annotator.map((row) => [labelOf(row.annotator_user_id), String(row.in_progress), String(row.completed), String(row.skipped)]),
         );
-        const rubric = page.getByRole('region', { name: 'Scorer specs' });
+        const rubric = page.getByRole('region', { name: 'Rubric' });
         expect(await rubric.innerText()).toMatch(/tone\s+one of friendly, neutral, rude[\s\S]*score\s+scale 1–5/);
         const settings = await page.getByRole('region', { name: 'Settings' }).innerText();
         expect(settings).toMatch(/Annotations per item\s+3/);
@@ -221,12 +224,18 @@ describeInBrowser('queue page in Chromium', () => {
       const { page, close } = await openQueuePage(viewer);
       try {
         const before = await stats(server, viewer.api_key, PROJECT, queueId);
-        await expect.poll(() => page.locator('p.progress').innerText()).toBe(`${before.completed_items} of ${ITEMS} items done`);
+        await expect.poll(() => page.locator('p.progress').innerText()).toBe(`${before.done_items} of ${ITEMS} items done`);
         await expect.poll(() => page.locator('.queue-progress .live').getAttribute('data-live'), { timeout: 10_000 }).toBe('live');
-        // An item no one had started, completed by carol.
+        // An item no one had started, completed by carol: one of its three annotations, not done yet.
         const callId = callIds[10]!;
+        const partly = (n: number) => page.getByText(`${n} more ${n === 1 ? 'has' : 'have'} some of the annotations each item needs.`);
         await setProgress(carol, 10, 'completed');
-        await page.locator('p.progress').getByText(`${before.completed_items + 1} of ${ITEMS} items done`).waitFor({ timeout: LIVE_MS });
+        await partly(before.completed_items - before.done_items + 1).waitFor({ timeout: LIVE_MS });
+        expect(await page.locator('p.progress').innerText()).toBe(`${before.done_items} of ${ITEMS} items done`);
+        // Its second and third annotators make it done.
+        await setProgress(alice, 10, 'completed');
+        await setProgress(bob, 10, 'completed');
+        await page.locator('p.progress').getByText(`${before.done_items + 1} of ${ITEMS} items done`).waitFor({ timeout: LIVE_MS });
         const after = await stats(server, viewer.api_key, PROJECT, queueId);
         await expect.poll(() => countsByState(page), { timeout: LIVE_MS }).toEqual([after.by_state.unstarted, after.by_state.in_progress, after.by_state.completed, after.by_state.skipped].map(String));
         // The items list follows on the same event; it reads two queries (items, then their
@@ -259,11 +268,13 @@ describeInBrowser('queue page in Chromium', () => {
         await page.addInitScript((key: string) => sessionStorage.setItem('loupe.apiKey', key), viewer.api_key);
         await page.goto(`${server.url}/app/p/${PROJECT}/q/${queueId}`);
         const before = await stats(server, viewer.api_key, PROJECT, queueId);
-        await expect.poll(() => page.locator('p.progress').innerText()).toBe(`${before.completed_items} of ${ITEMS} items done`);
+        await expect.poll(() => page.locator('p.progress').innerText()).toBe(`${before.done_items} of ${ITEMS} items done`);
         await expect.poll(() => page.locator('.queue-progress .live').getAttribute('data-live'), { timeout: 10_000 }).toBe('live');
         await firstReadAnswered;
         await setProgress(carol, 11, 'completed');
-        await page.locator('p.progress').getByText(`${before.completed_items + 1} of ${ITEMS} items done`).waitFor({ timeout: LIVE_MS });
+        // The counts follow at once: one more item has some of its annotations.
+        const partly = before.completed_items - before.done_items + 1;
+        await page.getByText(`${partly} more have some of the annotations each item needs.`).waitFor({ timeout: LIVE_MS });
         release();
         await expect.poll(() => page.locator(`table.items tbody tr[data-call-id="${callIds[11]}"] .state`).innerText(), { timeout: LIVE_MS }).toBe('Completed');
         expect(held).toBeGreaterThan(1);

@@ -45,7 +45,7 @@ export function queuesCommands(globals: () => GlobalOptions): Command {
       const s = stats[0]!;
       printResult(options.json ?? false, s, () =>
         [
-          `${s.queue_id}: ${s.completed_items} of ${s.total_items} items done`,
+          `${s.queue_id}: ${s.done_items} of ${s.total_items} items done`,
           `  unstarted ${s.by_state.unstarted}, in progress ${s.by_state.in_progress}, completed ${s.by_state.completed}, skipped ${s.by_state.skipped}`,
           ...s.by_annotator.map((a) => `  ${a.annotator_user_id}: completed ${a.completed}, skipped ${a.skipped}, in progress ${a.in_progress}`),
         ].join('\n'),

@@ -1,5 +1,4 @@
-import type { LoupeClient } from '@loupe/client';
-import type { RouterOutputs } from '@loupe/server/router';
+import type { LoupeClient, RouterOutputs } from '@loupe/client';
 import { queryOptions } from '@tanstack/react-query';
 
 export type Agreement = RouterOutputs['annotationQueues']['agreement']['agreement'][number];

@@ -18,7 +18,7 @@ export function LeaseCountdown({ endsAt, onLapse }: { endsAt: number; onLapse: (
   const seconds = String(left % 60).padStart(2, '0');
   return (
     <p className={`lease${left <= 60 ? ' lease-short' : ''}`}>
-      Lease: <time dateTime={`PT${left}S`}>{minutes}:{seconds}</time> left
+      Held for you: <time dateTime={`PT${left}S`}>{minutes}:{seconds}</time> left
     </p>
   );
 }

@@ -1,11 +1,13 @@
 import { useId } from 'react';
+import { drawsColourEmoji } from './emoji-support.ts';
 import { NOTE_MAX } from './feedback-records.ts';
 import { fieldOptions, optionLabel, type FieldInput, type FieldKind, type JsonValue } from './rubric-fields.ts';
 
 // The queue's rubric as a form: one field per scorer spec (labelled with the spec's name), then
 // the note and the optional reaction. The page owns the values; this only shows and edits them.
 
-export type RubricField = { ref: string; name: string; description: string | null; kind: FieldKind };
+/** A rubric field; an optional one (its schema takes null, or it is free text) may be left empty, which stores nothing for it. */
+export type RubricField = { ref: string; name: string; description: string | null; kind: FieldKind; optional: boolean };
 
 /** Reactions offered: fully-qualified RGI emoji, as svc.reaction.1 requires. */
 export const REACTIONS = [
@@ -30,6 +32,7 @@ type Props = {
 
 export function RubricForm({ fields, inputs, errors, note, reaction, onInput, onNote, onReaction, noteRef }: Props) {
   const id = useId();
+  const emoji = drawsColourEmoji();
   return (
     <div className="rubric">
       {fields.map((field, index) => (
@@ -60,10 +63,12 @@ export function RubricForm({ fields, inputs, errors, note, reaction, onInput, on
             <input type="radio" name={`${id}-reaction`} checked={reaction === ''} onChange={() => onReaction('')} />
             <span>None</span>
           </label>
-          {REACTIONS.map(({ emoji, name }) => (
-            <label className="option" key={emoji}>
-              <input type="radio" name={`${id}-reaction`} checked={reaction === emoji} onChange={() => onReaction(emoji)} aria-label={name} />
-              <span aria-hidden="true">{emoji}</span>
+          {REACTIONS.map(({ emoji: glyph, name }) => (
+            <label className="option" key={glyph}>
+              <input type="radio" name={`${id}-reaction`} checked={reaction === glyph} onChange={() => onReaction(glyph)} aria-label={name} />
+              <span aria-hidden="true" className={emoji ? 'emoji' : 'emoji-name'}>
+                {emoji ? glyph : name}
+              </span>
             </label>
           ))}
         </div>
@@ -91,7 +96,10 @@ function RubricInput({ id, field, input, error, onInput }: { id: string; field: 
     const chosen = input && 'chosen' in input ? JSON.stringify(input.chosen) : undefined;
     return (
       <fieldset className="rubric-field" role="radiogroup" data-rubric-field={field.ref} aria-describedby={describedBy} aria-invalid={error ? true : undefined}>
-        <legend>{field.name}</legend>
+        <legend>
+          {field.name}
+          {field.optional ? <span className="optional"> (optional)</span> : null}
+        </legend>
         {about}
         <div className={`options${kind.kind === 'scale' ? ' scale' : ''}`}>
           {options.map((option: JsonValue, index) => {
@@ -117,13 +125,17 @@ function RubricInput({ id, field, input, error, onInput }: { id: string; field: 
   const common = {
     id,
     value: text,
-    'data-rubric-field': field.ref,
     'aria-invalid': error ? true : undefined,
     'aria-describedby': describedBy,
   } as const;
+  // A refused submit focuses the field's label (not its text box), where shortcut keys stay
+  // shortcuts instead of typing into the box; a screen reader reads the name and the error.
   return (
-    <div className="rubric-field">
-      <label htmlFor={id}>{field.name}</label>
+    <div className="rubric-field" data-rubric-field={field.ref}>
+      <label htmlFor={id} tabIndex={-1} aria-describedby={error ? errorId : undefined}>
+        {field.name}
+        {field.optional ? <span className="optional"> (optional)</span> : null}
+      </label>
       {about}
       {kind.kind === 'number' ? (
         <input {...common} type="text" inputMode={kind.integer ? 'numeric' : 'decimal'} autoComplete="off" onChange={(event) => onInput({ text: event.target.value })} />

@@ -1,5 +1,4 @@
-import type { LoupeClient } from '@loupe/client';
-import type { RouterOutputs } from '@loupe/server/router';
+import type { LoupeClient, RouterOutputs } from '@loupe/client';
 import { queryOptions, type QueryClient } from '@tanstack/react-query';
 
 // What the annotate page reads. Keys sit under ['session', <id>] like every signed-in query, so

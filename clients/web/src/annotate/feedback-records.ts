@@ -1,4 +1,4 @@
-import type { RouterInputs } from '@loupe/server/router';
+import type { RouterInputs } from '@loupe/client';
 import type { JsonValue } from './rubric-fields.ts';
 
 // The feedback records one annotated item becomes (contract 4.2/4.3): one `svc.annotation.<name>`

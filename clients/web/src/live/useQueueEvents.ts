@@ -13,6 +13,8 @@ export type { LiveState };
  * too, as events may have been missed meanwhile.
  *
  * `queryKeys` is read at each event; the subscription follows the client, project and queue.
+ * `onQueueUpdated` runs at each `queue_updated` event (a change of the queue's settings, or its
+ * deletion).
  * Returns whether the page is live, for a hint beside what it shows. For example:
  *
  *   const live = useQueueEvents(client, projectId, queueId, [queueStatsQuery(client, session, projectId, queueId).queryKey]);
@@ -22,7 +24,7 @@ export function useQueueEvents(
   projectId: string,
   queueId: string,
   queryKeys: readonly QueryKey[],
-  { enabled = true }: { enabled?: boolean } = {},
+  { enabled = true, onQueueUpdated }: { enabled?: boolean; onQueueUpdated?: () => void } = {},
 ): LiveState {
   const queryClient = useQueryClient();
   const paced = usePacedRuns();
@@ -32,7 +34,11 @@ export function useQueueEvents(
   return useEventStream(
     { client, projectId, queueId },
     {
-      onEvent: () => paced.run(queueId, refetch),
+      onEvent: (event) => {
+        // The queue itself changed (renamed, resized, or deleted): a page that holds its settings reads it again.
+        if (event.type === 'queue_updated') onQueueUpdated?.();
+        paced.run(queueId, refetch);
+      },
       onReconnect: () => paced.run(queueId, refetch),
     },
     enabled,

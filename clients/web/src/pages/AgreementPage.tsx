@@ -6,9 +6,9 @@ import { THRESHOLDS_SOURCE } from '../agreement/reading.ts';
 import { SpecAgreement } from '../agreement/SpecAgreement.tsx';
 import { queueQuery, rubricQuery } from '../annotate/annotate-queries.ts';
 import { ItemDialog } from '../queue/ItemDialog.tsx';
-import { Link } from '../router.tsx';
+import { Link } from '@tanstack/react-router';
 import { UserNamesProvider } from '../users/UserNames.tsx';
-import { pathOf } from '../routes.ts';
+import { links } from '../routes.ts';
 import type { QueuePageProps } from './page-props.ts';
 import '../annotate/annotate.css';
 import '../agreement/agreement.css';
@@ -37,7 +37,7 @@ export function AgreementPage({ client, session, projectId, queueId }: QueuePage
     <UserNamesProvider client={client} session={session} projectId={projectId}>
       <div className="agreement-page">
         <nav aria-label="Breadcrumb" className="crumbs">
-          <Link to={pathOf({ name: 'project', projectId })}>{projectId}</Link> / <Link to={pathOf({ name: 'queue', projectId, queueId })}>{queueData.name}</Link> /{' '}
+          <Link {...links.project(projectId)}>{projectId}</Link> / <Link {...links.queue(projectId, queueId)}>{queueData.name}</Link> /{' '}
           <span aria-current="page">Agreement</span>
         </nav>
         <h1>Agreement: {queueData.name}</h1>

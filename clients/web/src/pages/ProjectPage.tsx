@@ -6,8 +6,8 @@ import { CallBrowser } from '../project/CallBrowser.tsx';
 import { QueueSection } from '../project/QueueSection.tsx';
 import { READ_ONLY_REASON, type Access } from '../project/ReadOnlyNote.tsx';
 import { SpecSection } from '../project/SpecSection.tsx';
-import { Link } from '../router.tsx';
-import { pathOf } from '../routes.ts';
+import { Link } from '@tanstack/react-router';
+import { links } from '../routes.ts';
 import type { PageProps } from './page-props.ts';
 import '../project/project.css';
 
@@ -30,7 +30,7 @@ export function ProjectPage({ client, session, projectId }: PageProps) {
   return (
     <div className="project">
       <nav aria-label="Breadcrumb" className="crumbs">
-        <Link to={pathOf({ name: 'projects' })}>Projects</Link> / {projectId}
+        <Link {...links.projects()}>Projects</Link> / {projectId}
       </nav>
       <h1>Project {projectId}</h1>
       {me.isError ? (

@@ -9,9 +9,9 @@ import { ItemsList } from '../queue/ItemsList.tsx';
 import { QueueProgress } from '../queue/QueueProgress.tsx';
 import { queueItemsKey } from '../queue/queue-queries.ts';
 import { QueueSettings } from '../queue/QueueSettings.tsx';
-import { Link } from '../router.tsx';
+import { Link } from '@tanstack/react-router';
 import { UserNamesProvider } from '../users/UserNames.tsx';
-import { pathOf } from '../routes.ts';
+import { links } from '../routes.ts';
 import type { QueuePageProps } from './page-props.ts';
 import '../annotate/annotate.css';
 import '../queue/queue.css';
@@ -46,20 +46,20 @@ export function QueuePage({ client, session, projectId, queueId }: QueuePageProp
     <UserNamesProvider client={client} session={session} projectId={projectId}>
       <div className="queue-page">
         <nav aria-label="Breadcrumb" className="crumbs">
-          <Link to={pathOf({ name: 'project', projectId })}>{projectId}</Link> / <span aria-current="page">{queueData.name}</span>
+          <Link {...links.project(projectId)}>{projectId}</Link> / <span aria-current="page">{queueData.name}</span>
         </nav>
         <div className="queue-head">
           <h1>{queueData.name}</h1>
           <ul className="queue-links">
             {canWrite(roleIn(me.data, projectId)) ? (
               <li>
-                <Link className="button-link" to={pathOf({ name: 'annotate', projectId, queueId })}>
+                <Link className="button-link" {...links.annotate(projectId, queueId)}>
                   Start annotating
                 </Link>
               </li>
             ) : null}
             <li>
-              <Link className="button-link secondary" to={pathOf({ name: 'agreement', projectId, queueId })}>
+              <Link className="button-link secondary" {...links.agreement(projectId, queueId)}>
                 Agreement
               </Link>
             </li>

@@ -6,6 +6,7 @@ import { messageOf } from '../api.ts';
 import { queueItemsKey } from '../queue/queue-queries.ts';
 import { projectCallsQuery, projectQueuesQuery, type AddAnswer } from './project-queries.ts';
 import { ReadOnlyNote, writeControl, type Access } from './ReadOnlyNote.tsx';
+import { ScrollTable } from '../queue/ScrollTable.tsx';
 
 const dateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
 
@@ -113,7 +114,7 @@ export function CallBrowser({ client, session, projectId, access }: { client: Lo
               {shown.length} {shown.length === 1 ? 'call' : 'calls'} shown{calls.hasNextPage ? ', more to load' : ''}; {selected.size} selected
             </p>
           </div>
-          <div className="table-wrap">
+          <ScrollTable label={opName ? `Calls of ${opName}` : 'Calls of the project'}>
             <table className="calls">
               <caption className="visually-hidden">{opName ? `Calls of ${opName}` : 'Calls of the project'}</caption>
               <thead>
@@ -147,7 +148,7 @@ export function CallBrowser({ client, session, projectId, access }: { client: Lo
                 ))}
               </tbody>
             </table>
-          </div>
+          </ScrollTable>
           {calls.hasNextPage ? (
             <button type="button" className="secondary load-more" onClick={() => void calls.fetchNextPage()} disabled={calls.isFetchingNextPage}>
               {calls.isFetchingNextPage ? 'Loading more…' : 'Load more'}

@@ -91,7 +91,7 @@ export function QueueForm({
         {fieldError('description')}
       </div>
       <fieldset className="field spec-choices" {...invalid('scorer_refs')}>
-        <legend>Scorer specs</legend>
+        <legend>Rubric fields</legend>
         {specs.length || unknownRefs.length ? (
           <ul>
             {specs.map((spec) => (

@@ -7,11 +7,11 @@ const BAR_ORDER = ['completed', 'skipped', 'in_progress', 'unstarted'] as const;
 
 /**
  * A queue's progress: done of total as a bar split by the items' shown states, and the counts
- * by state beside it. `completed_items` (done) counts items completed or skipped by someone.
+ * by state beside it. `done_items` counts items finished by as many annotators as the queue asks.
  */
 export function QueueProgressBar({ queueName, stats, live }: { queueName: string; stats: QueueStats | undefined; live: LiveState }) {
   if (!stats) return <p className="progress-summary muted">Reading progress…</p>;
-  const { total_items: total, completed_items: done, by_state: byState } = stats;
+  const { total_items: total, done_items: done, by_state: byState } = stats;
   const share = (count: number) => (total ? `${(100 * count) / total}%` : '0%');
   return (
     <div className="progress-summary" data-live={live}>

@@ -6,8 +6,8 @@ import { messageOf, projectsQuery } from '../api.ts';
 import type { LiveState } from '../live/useEventStream.ts';
 import { renewQueries } from '../live/renew-queries.ts';
 import { useProjectEvents } from '../live/useProjectEvents.ts';
-import { Link } from '../router.tsx';
-import { pathOf } from '../routes.ts';
+import { Link } from '@tanstack/react-router';
+import { links } from '../routes.ts';
 import { Modal } from './Modal.tsx';
 import { projectQueuesQuery, projectSpecsQuery, QUEUE_LIST_LIMIT, type ProjectQueue, type ProjectSpec, type QueueFields } from './project-queries.ts';
 import { changedFields, QueueForm, QUEUE_FIELDS } from './QueueForm.tsx';
@@ -203,10 +203,10 @@ function QueueCard({
       <article className="queue-card panel" aria-labelledby={titleId}>
       <div className="queue-head">
         <h3 id={titleId}>
-          <Link to={pathOf({ name: 'queue', projectId, queueId: queue.id })}>{queue.name}</Link>
+          <Link {...links.queue(projectId, queue.id)}>{queue.name}</Link>
         </h3>
         <div className="queue-actions">
-          <Link className="button-link" to={pathOf({ name: 'annotate', projectId, queueId: queue.id })} aria-label={`Annotate ${queue.name}`}>
+          <Link className="button-link" {...links.annotate(projectId, queue.id)} aria-label={`Annotate ${queue.name}`}>
             Annotate
           </Link>
           <button type="button" className="secondary" onClick={onEdit} aria-haspopup="dialog" aria-label={`Edit ${queue.name}`} {...writeControl(access)}>

@@ -1,5 +1,4 @@
-import type { LoupeClient } from '@loupe/client';
-import type { RouterInputs, RouterOutputs } from '@loupe/server/router';
+import type { LoupeClient, RouterInputs, RouterOutputs } from '@loupe/client';
 import { infiniteQueryOptions, queryOptions } from '@tanstack/react-query';
 
 // What the project page reads. Keys sit under ['session', <id>] like every signed-in query, so

@@ -2,6 +2,7 @@ import type { QueueStats } from '../annotate/annotate-queries.ts';
 import type { LiveState } from '../live/useQueueEvents.ts';
 import { Annotator } from './Annotator.tsx';
 import { STATE_LABELS, STATES } from './states.ts';
+import { ScrollTable } from './ScrollTable.tsx';
 
 const LIVE_WORDS: Record<LiveState, string> = {
   connecting: 'Connecting for live updates…',
@@ -9,7 +10,7 @@ const LIVE_WORDS: Record<LiveState, string> = {
   offline: 'Not updating live: reload for the latest counts',
 };
 
-/** Done / total, the items by their shown state, and each annotator's progress. */
+/** Done / total (an item is done when as many annotators finished it as the queue asks), the items by their shown state, and each annotator's progress. */
 export function QueueProgress({ stats, live, meId }: { stats: QueueStats; live: LiveState; meId: string | undefined }) {
   return (
     <section className="panel queue-progress" aria-labelledby="progress-title">
@@ -20,9 +21,15 @@ export function QueueProgress({ stats, live, meId }: { stats: QueueStats; live: 
         </span>
       </div>
       <p className="progress" data-live={live}>
-        <strong>{stats.completed_items}</strong> of <strong>{stats.total_items}</strong> items done
+        <strong>{stats.done_items}</strong> of <strong>{stats.total_items}</strong> items done
       </p>
-      <progress max={Math.max(stats.total_items, 1)} value={stats.completed_items} aria-label="Items done" />
+      <progress max={Math.max(stats.total_items, 1)} value={stats.done_items} aria-label="Items done" />
+      {stats.completed_items > stats.done_items ? (
+        <p className="muted">
+          {stats.completed_items - stats.done_items} more {stats.completed_items - stats.done_items === 1 ? 'has' : 'have'} some of the annotations
+          each item needs.
+        </p>
+      ) : null}
       <dl className="totals" aria-label="Items by state">
         {STATES.map((state) => (
           <div key={state} data-state={state}>
@@ -32,7 +39,7 @@ export function QueueProgress({ stats, live, meId }: { stats: QueueStats; live: 
         ))}
       </dl>
       {stats.by_annotator.length ? (
-        <div className="table-wrap">
+        <ScrollTable label="Counts by annotator">
           <table>
             <caption>Progress by annotator</caption>
             <thead>
@@ -56,7 +63,7 @@ export function QueueProgress({ stats, live, meId }: { stats: QueueStats; live: 
               ))}
             </tbody>
           </table>
-        </div>
+        </ScrollTable>
       ) : (
         <p className="muted">No one has started on this queue yet.</p>
       )}

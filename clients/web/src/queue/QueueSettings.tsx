@@ -4,24 +4,29 @@ import { scalarText } from './ValueText.tsx';
 
 const dateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
 
-/** The queue's rubric (its scorer specs) and settings. */
+/** The queue's rubric (its scorer specs, refs under "Advanced") and settings. */
 export function QueueSettings({ queue, specs }: { queue: Queue; specs: Spec[] }) {
   return (
     <div className="queue-about">
       <section className="panel" aria-labelledby="rubric-title">
-        <h2 id="rubric-title">Scorer specs</h2>
+        <h2 id="rubric-title">Rubric</h2>
         {specs.length ? (
           <ul className="specs">
             {specs.map((spec) => (
               <li key={spec.ref}>
                 <strong>{spec.name}</strong> <span className="spec-kind">{kindWords(fieldKind(spec.field_schema))}</span>
                 {spec.description ? <p>{spec.description}</p> : null}
-                <code className="spec-ref">{spec.ref}</code>
+                <details className="advanced">
+                  <summary>Advanced</summary>
+                  <p>
+                    Reference: <code className="spec-ref">{spec.ref}</code>
+                  </p>
+                </details>
               </li>
             ))}
           </ul>
         ) : (
-          <p className="muted">No scorer specs: annotators give a note and a reaction only.</p>
+          <p className="muted">No rubric fields: annotators give a note and a reaction only.</p>
         )}
       </section>
       <section className="panel" aria-labelledby="settings-title">
@@ -33,7 +38,9 @@ export function QueueSettings({ queue, specs }: { queue: Queue; specs: Spec[] })
           </div>
           <div>
             <dt>Lease</dt>
-            <dd>{leaseWords(queue.lease_seconds)}</dd>
+            <dd>
+              {leaseWords(queue.lease_seconds)} <span className="muted">(how long a claimed item is held for its annotator)</span>
+            </dd>
           </div>
           <div>
             <dt>Created</dt>

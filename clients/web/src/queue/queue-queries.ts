@@ -1,5 +1,4 @@
-import type { LoupeClient } from '@loupe/client';
-import type { RouterInputs, RouterOutputs } from '@loupe/server/router';
+import type { LoupeClient, RouterInputs, RouterOutputs } from '@loupe/client';
 import { infiniteQueryOptions, queryOptions } from '@tanstack/react-query';
 import { callRef } from '../annotate/feedback-records.ts';
 import type { QueueItem } from '../annotate/annotate-queries.ts';

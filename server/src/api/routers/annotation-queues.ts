@@ -30,7 +30,7 @@ import { updateProgress } from '../../domain/progress.ts';
 import { queueStats } from '../../domain/queue-stats.ts';
 import { addItems, deleteItem, queryItems } from '../../domain/queue-items.ts';
 import { openEventStream, type StreamRequest } from '../../events/open-event-stream.ts';
-import type { AuthUser } from '../../auth/authenticate.ts';
+import type { AuthUser } from '../../domain/auth-user.ts';
 import type { Context } from '../context.ts';
 import { protectedProcedure, router, streamUnderErrorPolicy } from '../trpc.ts';
 import { rest } from '../rest-meta.ts';

@@ -1,0 +1,22 @@
+import type { AuthBrake } from '../auth/brake.ts';
+import type { ModelCatalog } from '../catalog/catalog.ts';
+import type { Config } from '../config.ts';
+import type { Orm } from '../db/orm.ts';
+import type { CursorSeal } from '../domain/cursor.ts';
+import type { QueueEventBus } from '../events/queue-event-bus.ts';
+import type { StreamSlots } from '../events/stream-slots.ts';
+import type { Logger } from '../log.ts';
+
+/** What every request can reach: long-lived parts built once at start-up. */
+export type Services = {
+  config: Config;
+  orm: Orm;
+  log: Logger;
+  catalog: ModelCatalog;
+  authFailures: AuthBrake;
+  /** Queue events: published by writes, delivered to this process's open event streams. */
+  queueEvents: QueueEventBus;
+  eventStreams: StreamSlots;
+  /** Seals query cursors under the server key. */
+  cursorSeal: CursorSeal;
+};

@@ -1,0 +1,92 @@
+/**
+ * SQL written as text, with every value bound as a parameter by construction:
+ *
+ *   sql`select id from annotation_queue_items where queue_id = ${queueId} and state = ${state}`
+ *
+ * A value in `${}` is never part of the text: it becomes a placeholder (`?` on SQLite, `$n` on
+ * PostgreSQL) and a parameter. The text is never scanned, so a `?` in a literal or PostgreSQL's
+ * `?|` operator stays as written. The text of a call site is made once: a template literal's
+ * strings are one object for every call of its site, and the texts made from them are kept for it.
+ *
+ * Parts are composed with a statement inside another (`${condition}`), `sql.join`, `sql.list`
+ * (`in (${sql.list(ids)})`) and `sql.raw`, for text the code chooses from a closed set (a column
+ * of an allow-list, a lock clause), never from input.
+ */
+export class Statement {
+  /** The text around the parameters: one part more than there are parameters. */
+  readonly parts: readonly string[];
+  readonly params: readonly unknown[];
+  #texts: StatementTexts | undefined;
+
+  constructor(parts: readonly string[], params: readonly unknown[], texts?: StatementTexts) {
+    this.parts = parts;
+    this.params = params;
+    this.#texts = texts;
+  }
+
+  /** The text for one dialect, placeholders in place. */
+  text(dialect: 'sqlite' | 'postgresql'): string {
+    this.#texts ??= textsOf(this.parts);
+    return this.#texts[dialect];
+  }
+}
+
+type StatementTexts = { readonly sqlite: string; readonly postgresql: string };
+
+function textsOf(parts: readonly string[]): StatementTexts {
+  let postgresql = parts[0]!;
+  for (let index = 1; index < parts.length; index++) postgresql += `$${index}${parts[index]}`;
+  return { sqlite: parts.join('?'), postgresql };
+}
+
+/** Text placed as written (see `sql.raw`). */
+class RawText {
+  readonly text: string;
+  constructor(text: string) {
+    this.text = text;
+  }
+}
+
+const bySite = new WeakMap<TemplateStringsArray, StatementTexts>();
+
+export function sql(strings: TemplateStringsArray, ...values: unknown[]): Statement {
+  for (const value of values) if (value instanceof Statement || value instanceof RawText) return composed(strings, values);
+  let texts = bySite.get(strings);
+  if (!texts) bySite.set(strings, (texts = textsOf(strings)));
+  return new Statement(strings, values, texts);
+}
+
+/** A statement with statements or raw text among its values (filters, lists): flattened on each call. */
+function composed(strings: readonly string[], values: readonly unknown[]): Statement {
+  const parts: string[] = [strings[0]!];
+  const params: unknown[] = [];
+  const append = (text: string) => (parts[parts.length - 1] += text);
+  values.forEach((value, index) => {
+    if (value instanceof RawText) append(value.text);
+    else if (value instanceof Statement) {
+      append(value.parts[0]!);
+      parts.push(...value.parts.slice(1));
+      params.push(...value.params);
+    } else {
+      parts.push('');
+      params.push(value);
+    }
+    append(strings[index + 1]!);
+  });
+  return new Statement(parts, params);
+}
+
+/** Statements joined by `separator`, text of the code's own (e.g. ' and '). */
+sql.join = (statements: readonly Statement[], separator: string): Statement => {
+  if (!statements.length) throw new Error('sql.join needs at least one statement');
+  return composed(['', ...statements.slice(1).map(() => separator), ''], statements);
+};
+
+/** `?, ?, ?`: each value bound, for an `in (…)` list. An empty list is refused: say in the statement that it matches nothing. */
+sql.list = (values: readonly unknown[]): Statement => {
+  if (!values.length) throw new Error('sql.list needs at least one value');
+  return new Statement(['', ...values.map((_, index) => (index < values.length - 1 ? ', ' : ''))], values);
+};
+
+/** Text of the code's own, placed as written: a column from an allow-list, a clause. Never input. */
+sql.raw = (text: string): RawText => new RawText(text);
