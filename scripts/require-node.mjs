@@ -1,6 +1,7 @@
-// Preflight: every script needs Node >= 22.17 (MikroORM 7, node:sqlite, type stripping).
+// Preflight: every script needs Node >= 22.19 (MikroORM 7 and node:sqlite at run time need 22.17;
+// the test tools need 22.19, and npm ci installs them too).
 // Written in plain old JavaScript so that it runs, and explains, under any older Node.
-var need = [22, 17];
+var need = [22, 19];
 var have = process.versions.node.split('.').map(Number);
 if (have[0] < need[0] || (have[0] === need[0] && have[1] < need[1])) {
   console.error(

@@ -6,12 +6,12 @@ import { describe, expect, it } from 'vitest';
 const PREFLIGHT = fileURLToPath(new URL('../../../scripts/require-node.mjs', import.meta.url));
 const SYSTEM_NODE = '/usr/bin/node';
 
-/** The system's node version when it is older than the 22.17 the project needs, else undefined. */
+/** The system's node version when it is older than the 22.19 the project needs, else undefined. */
 function oldSystemNode(): string | undefined {
   if (!existsSync(SYSTEM_NODE)) return undefined;
   const version = execFileSync(SYSTEM_NODE, ['--version'], { encoding: 'utf8' }).trim();
   const [major, minor] = version.replace(/^v/, '').split('.').map(Number) as [number, number];
-  return major < 22 || (major === 22 && minor < 17) ? version : undefined;
+  return major < 22 || (major === 22 && minor < 19) ? version : undefined;
 }
 
 const old = oldSystemNode();
@@ -24,11 +24,11 @@ describe('Node version preflight (scripts/require-node.mjs)', () => {
       expect(run.stdout).toBe('');
       const lines = run.stderr.split('\n').filter(Boolean);
       expect(lines).toHaveLength(1);
-      expect(lines[0]).toContain('22.17');
+      expect(lines[0]).toContain('22.19');
       expect(lines[0]).toContain(old);
     });
   } else {
-    it.skip(`refuses an old Node (SKIPPED: no ${SYSTEM_NODE} older than 22.17 on this machine)`, () => {});
+    it.skip(`refuses an old Node (SKIPPED: no ${SYSTEM_NODE} older than 22.19 on this machine)`, () => {});
   }
 
   it(`accepts the running Node ${process.version}`, () => {
