@@ -66,3 +66,24 @@ api -H "$J" $B/feedback/purge -d '{"project_id":"acme/bot","ids":["'"$NEW"'"]}' 
 ME=$(api $B/me | field user_id); echo "ME=$ME"
 api -H "$J" $B/projects/users -d '{"project_id":"acme/bot","user_ids":["'"$ME"'","no-such-user"]}'
 #   {"users":[{"user_id":"<ME>","username":"alice-…"}]}: the unknown id is left out
+
+# The CLI takes the server and the key from the environment: the same key as `api`.
+export LOUPE_URL=$B LOUPE_API_KEY=$KEY
+T=$(mktemp -d)
+cat > $T/calls.jsonl <<'JSONL'
+{"id":"c-1","op_name":"answer","started_at":"2026-11-22T10:00:00Z","inputs":{"q":"refund?"},"output":{"a":"30 days"}}
+{"id":"c-2","op_name":"answer","started_at":"2026-11-22T10:01:00Z","inputs":{"q":"shipping?"},"output":{"a":"2 days"}}
+JSONL
+npm run --silent loupe -- import calls $T/calls.jsonl --project acme/cli
+#   on stderr: calls: 2 of 2 records stored; lines 1-2; 0.1s, 20 records/s
+# A rubric field and a queue that uses it, then the two calls in the queue (REST, see above).
+SPEC=$(api -H "$J" $B/annotation_specs -d '{"project_id":"acme/cli","name":"correct","field_schema":{"type":"boolean"}}' | field ref)
+CQ=$(api -H "$J" $B/annotation_queues -d '{"project_id":"acme/cli","name":"review","scorer_refs":["'"$SPEC"'"]}' | field id); echo "CQ=$CQ"
+api -H "$J" $B/annotation_queues/$CQ/items -d '{"project_id":"acme/cli","call_ids":["c-1","c-2"]}'
+# Annotate in the web app (/app/), or import the labels as feedback lines:
+cat > $T/labels.jsonl <<JSONL
+{"svc_ref":"svc:///acme/cli/call/c-1","call_ref":"svc:///acme/cli/call/c-1","queue_id":"$CQ","feedback_type":"svc.annotation.correct","annotation_ref":"$SPEC","payload":{"value":true}}
+JSONL
+npm run --silent loupe -- import feedback $T/labels.jsonl --project acme/cli
+npm run --silent loupe -- export queue $CQ --project acme/cli --format csv --out $T/labels.csv
+npm run --silent loupe -- export feedback --project acme/cli --type svc.annotation.correct   # JSON Lines on stdout

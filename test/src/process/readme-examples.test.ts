@@ -1,4 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeEachBackend } from '../harness/backends.ts';
 import { REPO_ROOT, createUserViaCli, runProcess, startChildServer, type ChildServer, type CliUser, type ProcessRun } from '../harness/child-server.ts';
@@ -57,15 +59,22 @@ describeEachBackend('README examples run as written', (backend) => {
   });
 
   it('every step answers 2xx, each id comes from the answer before, and the purge deletes what replace stored', async () => {
-    const run = await runScript({ LOUPE_URL: server.url, DATABASE_URL: database.url });
+    // The CLI's round trip writes its files in a folder of mktemp's, which TMPDIR puts here.
+    const scratch = mkdtempSync(join(tmpdir(), 'loupe-readme-'));
+    const run = await runScript({ LOUPE_URL: server.url, DATABASE_URL: database.url, TMPDIR: scratch }).finally(() => rmSync(scratch, { recursive: true, force: true }));
     expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0);
-    // Neither npm nor curl said anything: no banner, no error.
-    expect(run.stderr).toBe('');
+    // Neither npm nor curl said anything (no banner, no error); the CLI's summaries are its only words.
+    expect(run.stderr.trimEnd().split('\n')).toEqual([
+      expect.stringMatching(/^calls: 2 of 2 records stored; lines 1-2; /),
+      expect.stringMatching(/^feedback: 1 of 1 records stored; lines 1; /),
+      expect.stringMatching(/^queue: 2 records exported to .*labels\.csv; /),
+      expect.stringMatching(/^feedback: 1 records? exported/),
+    ]);
 
     const lines = run.stdout.trimEnd().split('\n');
     const captured = (name: string) => lines.find((line) => line.startsWith(`${name}=`))!.slice(name.length + 1);
     const json = (line: string) => JSON.parse(line) as Record<string, any>;
-    const [Q, ITEM, NOTE, NEW, REF] = ['Q', 'ITEM', 'NOTE', 'NEW', 'REF'].map(captured) as [string, string, string, string, string];
+    const [Q, ITEM, NOTE, NEW, REF, CQ] = ['Q', 'ITEM', 'NOTE', 'NEW', 'REF', 'CQ'].map(captured) as [string, string, string, string, string, string];
     for (const id of [Q, ITEM, NOTE, NEW]) expect(id).toMatch(UUID);
     expect(NEW).not.toBe(NOTE);
     expect(REF).toMatch(/^svc:\/\/\/acme\/bot\/object\/helpfulness:[^/:]+$/);
@@ -99,6 +108,10 @@ describeEachBackend('README examples run as written', (backend) => {
       (l) => expect(json(l)).toEqual({ deleted_count: 1 }),
       (l) => expect(l).toMatch(/^ME=/),
       (l) => expect(json(l)).toEqual({ users: [{ user_id: captured('ME'), username: expect.stringMatching(/^alice-/) }] }),
+      // The CLI's round trip.
+      (l) => expect(l).toBe(`CQ=${CQ}`),
+      (l) => expect(json(l)).toEqual({ added_count: 2, duplicates: [], missing_call_ids: [] }),
+      (l) => expect(json(l)).toMatchObject({ project_id: 'acme/cli', feedback_type: 'svc.annotation.correct', queue_id: CQ, payload: { value: true } }),
     ];
     expect(lines).toHaveLength(expected.length);
     expected.forEach((check, index) => check(lines[index]!));
@@ -116,5 +129,10 @@ describeEachBackend('README examples run as written', (backend) => {
     expect(queues.body.queues).toEqual([]);
     const call = await rest(server, 'GET', '/calls/call-1?project_id=acme/bot', { key: reader.api_key });
     expect(call.status).toBe(200);
+    // The CLI's round trip: both calls in its queue, the label on the first.
+    const stats = await rest(server, 'POST', '/annotation_queues/stats', { key: reader.api_key, body: { project_id: 'acme/cli', queue_ids: [CQ] } });
+    expect(stats.body.stats[0]).toMatchObject({ total_items: 2 });
+    const labels = await rest(server, 'POST', '/feedback/query', { key: reader.api_key, body: { project_id: 'acme/cli', filter: { queue_id: CQ } } });
+    expect(labels.body.result.map((f: { call_ref: string; payload: unknown }) => [f.call_ref, f.payload])).toEqual([['svc:///acme/cli/call/c-1', { value: true }]]);
   });
 });
