@@ -19,11 +19,11 @@ export type Failure = {
   status: number | null;
   reason: string;
   code: string | null;
-  /** Zod issue paths, when the request failed schema validation. */
-  issuePaths: (string | number)[][];
+  /** The schema issues, when the request failed schema validation: where, and what is wrong there. */
+  issues: { path: (string | number)[]; message: string }[];
 };
 
-type ErrorShape = { reason?: unknown; code?: unknown; issues?: { path?: unknown }[]; data?: { httpStatus?: unknown; code?: unknown } };
+type ErrorShape = { reason?: unknown; code?: unknown; issues?: { path?: unknown; message?: unknown }[]; data?: { httpStatus?: unknown; code?: unknown } };
 
 /** Reads a TRPCClientError (or a network error) into a Failure. */
 export function describeFailure(error: unknown): Failure {
@@ -32,15 +32,18 @@ export function describeFailure(error: unknown): Failure {
     const data = (error.data ?? shape.data ?? {}) as { httpStatus?: unknown; code?: unknown };
     const response = (error.meta as { response?: { status?: unknown } } | undefined)?.response;
     const status = typeof data.httpStatus === 'number' ? data.httpStatus : typeof response?.status === 'number' ? response.status : null;
-    const issuePaths = (shape.issues ?? []).map((issue) => (Array.isArray(issue.path) ? (issue.path as (string | number)[]) : []));
+    const issues = (shape.issues ?? []).map((issue) => ({
+      path: Array.isArray(issue.path) ? (issue.path as (string | number)[]) : [],
+      message: typeof issue.message === 'string' ? issue.message : 'invalid',
+    }));
     return {
       status,
       reason: typeof shape.reason === 'string' ? shape.reason : error.message,
       code: typeof data.code === 'string' ? data.code : null,
-      issuePaths,
+      issues,
     };
   }
-  return { status: null, reason: error instanceof Error ? error.message : String(error), code: null, issuePaths: [] };
+  return { status: null, reason: error instanceof Error ? error.message : String(error), code: null, issues: [] };
 }
 
 /** Statuses (and no answer at all) that a retry after a pause can cure. */

@@ -83,6 +83,26 @@ describeEachBackend('loupe import: bad lines and limits', (backend) => {
     expect((await storedIds(project)).size).toBe(995);
   });
 
+  it('--on-error skip: bad lines of one batch each get their own reason, the same as each alone gets', async () => {
+    const project = 'acme/own-reasons';
+    const faults: Record<number, unknown> = {
+      3: { ...feedbackLine(project, project, 2, true), payload: 'not an object' },
+      4: { ...feedbackLine(project, project, 3, true), svc_ref: 42 },
+      7: { ...feedbackLine(project, project, 6, true), creator: 'x'.repeat(300) },
+    };
+    const together = await runCliJson<Summary>(as(server, member), ['import', 'feedback', fileWith('own.jsonl', project, faults), '--on-error', 'skip'], 3);
+    expect(together).toMatchObject({ stored: 997, bad_lines: 3 });
+    const reasons = Object.fromEntries(together.bad.map((bad) => [bad.line, bad.reason]));
+    // Each bad line alone in a file of its own: the reason the server gives for that line alone.
+    for (const [line, fault] of Object.entries(faults)) {
+      const alone = join(dir, `alone-${line}.jsonl`);
+      writeJsonl(alone, [fault]);
+      const summary = await runCliJson<Summary>(as(server, member), ['import', 'feedback', alone, '--on-error', 'skip'], 3);
+      expect(reasons[line]).toBe(summary.bad[0]!.reason.replace('batch[0]', `batch[${Number(line) - 1}]`));
+    }
+    expect(new Set(Object.values(reasons)).size).toBe(3);
+  });
+
   it('an id stored with other content is a bad line (409) with the server reason', async () => {
     const project = 'acme/conflict';
     const first = fileWith('first.jsonl', project, {});

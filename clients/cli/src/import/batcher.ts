@@ -1,3 +1,4 @@
+import { fieldPath } from '@loupe/shared';
 import { describeFailure, type Failure } from '../errors.ts';
 import { withRetry, type RetryPolicy } from '../retry.ts';
 
@@ -34,9 +35,26 @@ export class FatalFailure extends Error {
 /** The element indices a 400/409/413 names: from the schema issues' paths, else `batch[i]` in the reason. */
 export function badIndices(failure: Failure, length: number): number[] {
   const found = new Set<number>();
-  for (const path of failure.issuePaths) if (path[0] === 'batch' && typeof path[1] === 'number') found.add(path[1]);
+  for (const { path } of failure.issues) if (path[0] === 'batch' && typeof path[1] === 'number') found.add(path[1]);
   if (!found.size) for (const match of failure.reason.matchAll(/batch\[(\d+)\]/g)) found.add(Number(match[1]));
   return [...found].filter((i) => i < length).sort((a, b) => a - b);
+}
+
+/**
+ * Each bad element's own reason: from its first schema issue, in the words the server uses for the
+ * first issue of a request; the failure's reason for the one element it names when there are no
+ * issues. Elements without a reason of their own are left out: sent again, they fail with theirs.
+ */
+export function ownReasons(failure: Failure, bad: readonly number[]): Map<number, string> {
+  const reasons = new Map<number, string>();
+  for (const { path, message } of failure.issues) {
+    const index = path[1];
+    if (path[0] === 'batch' && typeof index === 'number' && bad.includes(index) && !reasons.has(index)) {
+      reasons.set(index, `Invalid request at ${fieldPath(path)}: ${message}.`);
+    }
+  }
+  if (!reasons.size && bad.length) reasons.set(bad[0]!, failure.reason);
+  return reasons;
 }
 
 /**
@@ -156,16 +174,18 @@ export class Batcher {
       const lineFault = failure.status === 400 || failure.status === 409 || failure.status === 413;
       const bad = lineFault ? (entries.length === 1 ? [0] : badIndices(failure, entries.length)) : [];
       if (!bad.length) throw new FatalFailure(failure);
+      const reasons = ownReasons(failure, bad);
       if (this.options.onError === 'stop') {
         const first = bad[0]!;
-        this.options.onBadLine({ line: entries[first]!.line, reason: failure.reason, status: failure.status });
+        this.options.onBadLine({ line: entries[first]!.line, reason: reasons.get(first) ?? failure.reason, status: failure.status });
         this.stop();
         await this.deliver(entries.slice(0, first));
         return;
       }
-      const badSet = new Set(bad);
-      for (const i of bad) this.options.onBadLine({ line: entries[i]!.line, reason: failure.reason, status: failure.status });
-      await this.deliver(entries.filter((_, i) => !badSet.has(i)));
+      // Only the lines whose own reason is known are left out; another bad line in the rest fails
+      // the next send with its own reason.
+      for (const [i, reason] of reasons) this.options.onBadLine({ line: entries[i]!.line, reason, status: failure.status });
+      await this.deliver(entries.filter((_, i) => !reasons.has(i)));
       return;
     }
     this.record(entries);
