@@ -69,7 +69,7 @@ function importCommand(kind: ImportKind, globals: () => GlobalOptions): Command 
         retry: { ...DEFAULT_RETRY, retries: flags.retries },
         send,
         progress,
-        onBadLine: (bad) => process.stderr.write(`line ${bad.line}: ${bad.reason}\n`),
+        onBadLine: (bad) => progress.log(`line ${bad.line}: ${bad.reason}`),
       });
       printSummary(json, summary, describe(summary));
       process.exitCode = exitCodeOf(summary);

@@ -153,8 +153,9 @@ export async function runImport(options: ImportOptions): Promise<ImportSummary> 
     await batcher.finish();
   } finally {
     source.close();
+    // Cleared before anything else is said: the summary, or the error that ended the run.
+    options.progress.stop();
   }
-  options.progress.stop();
   const seconds = (performance.now() - started) / 1000;
   return {
     kind: options.kind,
