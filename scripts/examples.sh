@@ -76,10 +76,11 @@ cat > $T/calls.jsonl <<'JSONL'
 JSONL
 npm run --silent loupe -- import calls $T/calls.jsonl --project acme/cli
 #   on stderr: calls: 2 of 2 records stored; lines 1-2; 0.1s, 20 records/s
-# A rubric field and a queue that uses it, then the two calls in the queue (REST, see above).
-SPEC=$(api -H "$J" $B/annotation_specs -d '{"project_id":"acme/cli","name":"correct","field_schema":{"type":"boolean"}}' | field ref)
-CQ=$(api -H "$J" $B/annotation_queues -d '{"project_id":"acme/cli","name":"review","scorer_refs":["'"$SPEC"'"]}' | field id); echo "CQ=$CQ"
-api -H "$J" $B/annotation_queues/$CQ/items -d '{"project_id":"acme/cli","call_ids":["c-1","c-2"]}'
+# A rubric field and a queue that uses it, then the file's calls in the queue.
+SPEC=$(npm run --silent loupe -- specs create --project acme/cli --name correct --schema '{"type":"boolean"}')
+CQ=$(npm run --silent loupe -- queues create --project acme/cli --name review --spec "$SPEC"); echo "CQ=$CQ"
+npm run --silent loupe -- queues add $CQ --project acme/cli --from-file $T/calls.jsonl
+#   2 added; 0 already in the queue; 0 not stored calls
 # Annotate in the web app (/app/), or import the labels as feedback lines:
 cat > $T/labels.jsonl <<JSONL
 {"svc_ref":"svc:///acme/cli/call/c-1","call_ref":"svc:///acme/cli/call/c-1","queue_id":"$CQ","feedback_type":"svc.annotation.correct","annotation_ref":"$SPEC","payload":{"value":true}}

@@ -1,5 +1,5 @@
 import { createClient, type LoupeClient } from '@loupe/client';
-import { CliError, EXIT } from './errors.ts';
+import { CliError, EXIT, talkingTo } from './errors.ts';
 
 /** Options every command takes (flags win over the environment). */
 export type GlobalOptions = { url?: string; apiKey?: string; json?: boolean };
@@ -19,6 +19,7 @@ export function connect(options: GlobalOptions, { needsKey = true, fetch }: { ne
   } catch {
     throw new CliError(`not a URL: ${url}`, EXIT.usage);
   }
+  talkingTo(url);
   // One request per call: import sends its own batches, and one failed batch must not fail others.
   return createClient({ url, batch: false, ...(apiKey ? { apiKey } : {}), fetch: bodyAsBytes(fetch ?? globalThis.fetch) });
 }

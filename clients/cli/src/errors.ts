@@ -38,12 +38,30 @@ export function describeFailure(error: unknown): Failure {
     }));
     return {
       status,
-      reason: typeof shape.reason === 'string' ? shape.reason : error.message,
+      reason: typeof shape.reason === 'string' ? shape.reason : status === null ? unreachable(error) : error.message,
       code: typeof data.code === 'string' ? data.code : null,
       issues,
     };
   }
-  return { status: null, reason: error instanceof Error ? error.message : String(error), code: null, issues: [] };
+  return { status: null, reason: unreachable(error), code: null, issues: [] };
+}
+
+/** The server the run talks to, set once by connect(): named when it cannot be reached. */
+let serverUrl: string | undefined;
+export function talkingTo(url: string): void {
+  serverUrl = url;
+}
+
+/** No answer: which server, and what the network said (fetch's own message is only "fetch failed"). */
+function unreachable(error: unknown): string {
+  // The network's own word (ECONNREFUSED, ENOTFOUND, "bad port", …) is a few causes deep.
+  let detail = error instanceof Error ? error.message : String(error);
+  for (let cause: unknown = error, depth = 0; cause instanceof Error && depth < 5; cause = cause.cause, depth++) {
+    const code = (cause as { code?: unknown }).code;
+    detail = typeof code === 'string' && /^E[A-Z]+$/.test(code) ? code : cause.message;
+    if (detail === code) break;
+  }
+  return `could not reach ${serverUrl ?? 'the server'} (${detail})`;
 }
 
 /** Statuses (and no answer at all) that a retry after a pause can cure. */

@@ -5,6 +5,7 @@ import { exportCommands } from './commands/export.ts';
 import { importCommands } from './commands/import.ts';
 import { modelsCommand, whoamiCommand } from './commands/info.ts';
 import { queuesCommands } from './commands/queues.ts';
+import { specsCommands } from './commands/specs.ts';
 
 // `loupe`: the command-line client. It talks to the server over HTTP with an API key, through the
 // typed client, never to the database. Exit codes: 0 ok, 1 usage, 2 server refused, 3 partial.
@@ -20,6 +21,7 @@ const program = new Command('loupe')
 const globals = () => program.opts<GlobalOptions>();
 program.addCommand(whoamiCommand(globals));
 program.addCommand(modelsCommand(globals));
+program.addCommand(specsCommands(globals));
 program.addCommand(queuesCommands(globals));
 program.addCommand(importCommands(globals));
 program.addCommand(exportCommands(globals));

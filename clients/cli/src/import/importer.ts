@@ -1,10 +1,11 @@
 import { Batcher, type BadLine, type OnError } from './batcher.ts';
 import { inputKey, lineId } from './ids.ts';
 import { nestsDeeperThan } from './json-depth.ts';
-import { openLines, type LongLine } from './lines.ts';
+import { lineText as textOf, openLines, type LongLine } from './lines.ts';
 import type { RetryPolicy } from '../retry.ts';
 import type { Progress } from '../output.ts';
 import type { Failure } from '../errors.ts';
+import { CliError, EXIT } from '../errors.ts';
 
 export type ImportKind = 'calls' | 'feedback';
 
@@ -53,6 +54,9 @@ const HELD_SIZE = 16 * 1024 * 1024;
 /** The levels `{"batch": [ … ]}` puts around each line in the request body. */
 const BATCH_LEVELS = 2;
 
+/** Why a line without project_id is bad when no --project names one. */
+const NO_PROJECT = 'has no project_id, and no --project names one';
+
 /** Parses a line into a record: a JSON object, with project_id and a derived id filled in. */
 function parseRecord(text: string, options: ImportOptions, key: string, line: number): Record<string, unknown> | string {
   const depth = options.maxDepth - BATCH_LEVELS;
@@ -67,12 +71,14 @@ function parseRecord(text: string, options: ImportOptions, key: string, line: nu
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'not a JSON object';
   const record = value as Record<string, unknown>;
-  if (record.project_id === undefined && options.project) record.project_id = options.project;
+  if (record.project_id === undefined) {
+    if (!options.project) return NO_PROJECT;
+    record.project_id = options.project;
+  }
   if (record.id === undefined) record.id = lineId(options.kind, key, line, text);
   return record;
 }
 
-const textOf = (line: string | LongLine) => (typeof line === 'string' ? line : line.bytes.toString('utf8'));
 
 /**
  * The record of a line read whole (null for a blank line), or why it has none. Its text lives only
@@ -138,6 +144,8 @@ export async function runImport(options: ImportOptions): Promise<ImportSummary> 
           if (record === null) continue; // blank lines hold no record
         }
         if (typeof record === 'string') {
+          // The first record says how the file was meant: without project ids, --project was forgotten.
+          if (record === NO_PROJECT && records === 0) throw new CliError(`line ${number} has no project_id: pass --project <entity>/<project>`, EXIT.usage);
           noteBad({ line: number, reason: record, status: null });
           if (options.onError === 'stop') {
             await batcher.flush(); // the lines before it are sent; nothing after

@@ -8,6 +8,9 @@ import { CliError, EXIT } from '../errors.ts';
  */
 export type Line = string | LongLine | TooLongLine;
 export type LongLine = { bytes: Buffer };
+
+/** A line read whole, as text. */
+export const lineText = (line: string | LongLine): string => (typeof line === 'string' ? line : line.bytes.toString('utf8'));
 export type TooLongLine = { tooLong: true; head: string };
 
 /** The lines that one read of the input completed, and the bytes that read brought. */
