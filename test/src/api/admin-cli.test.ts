@@ -109,6 +109,39 @@ describeEachBackend('admin command-line tool', (backend) => {
     ]);
   });
 
+  it('demo loads a data set every page means something on, and a second run stores nothing new', async () => {
+    const demo = jsonLine(await admin('demo', '--json'));
+    const body = (path: string, json: unknown) => rest(server!, 'POST', path, { key: demo.api_key, body: json }).then((reply) => {
+      expect(reply.status, reply.text).toBe(200);
+      return reply.body;
+    });
+    const project_id = 'demo/chatbot';
+    const { queues } = await body('/annotation_queues/query', { project_id });
+    expect(queues.map((q: { name: string }) => q.name)).toEqual(['Tone check (not started)', 'Agent runs', 'Support answers to review']);
+    const review = queues[2];
+    // A rubric of three kinds of fields, and three annotators who mostly agree: each spec has an alpha.
+    const { agreement } = await body(`/annotation_queues/${review.id}/agreement`, { project_id });
+    expect(agreement.map((a: { name: string; level: string }) => [a.name, a.level])).toEqual([['helpfulness', 'ordinal'], ['correct', 'nominal'], ['tone', 'nominal']]);
+    for (const spec of agreement) {
+      expect(spec.annotators).toHaveLength(3);
+      expect(spec.alpha).toBeGreaterThan(0.3);
+      expect(spec.alpha).toBeLessThan(1);
+      expect(spec.disagreements.length).toBeGreaterThan(0);
+    }
+    // Multi-turn chats, and an agent run of five calls, one of which failed.
+    const { calls } = await body('/calls/query', { project_id, filter: { trace_ids: ['demo-trace-agent-1'] } });
+    expect(calls.map((c: { op_name: string }) => c.op_name)).toEqual(['agent.run', 'llm.plan', 'tool.lookup_order', 'tool.lookup_order', 'llm.answer']);
+    expect(calls.filter((c: { exception: string | null }) => c.exception !== null)).toHaveLength(1);
+    const chat = (await rest(server!, 'GET', `/calls/demo-chat-1?project_id=${project_id}`, { key: demo.api_key })).body.call;
+    expect(chat.inputs.messages.map((m: { role: string }) => m.role)).toEqual(['system', 'user', 'assistant', 'user']);
+    const before = await body('/feedback/query', { project_id, limit: 1000 });
+
+    const again = jsonLine(await admin('demo', '--json'));
+    expect(again.user_id).toBe(demo.user_id);
+    expect((await body('/annotation_queues/query', { project_id })).queues).toHaveLength(3);
+    expect((await body('/feedback/query', { project_id, limit: 1000 })).result).toHaveLength(before.result.length);
+  });
+
   it('migrate --json reports nothing to apply on an up-to-date database', async () => {
     const run = await admin('migrate', '--json');
     expect(run.code, run.stderr).toBe(0);
