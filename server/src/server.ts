@@ -10,6 +10,7 @@ import { lockSqliteFile } from './db/sqlite-server-lock.ts';
 import { createLogger, type Logger } from './log.ts';
 import { createApp } from './app.ts';
 import { clientErrorAnswer } from './http/client-error.ts';
+import { limitConnections } from './http/connection-limits.ts';
 import type { Services } from './api/context.ts';
 import { createQueueEvents } from './events/create-queue-events.ts';
 import { StreamSlots } from './events/stream-slots.ts';
@@ -49,12 +50,26 @@ async function serve(config: Config, log: Logger, catalog: ModelCatalog, unlock 
   await waitAtMost(services.queueEvents.ready(), config.dbTimeouts.connectMs);
   if (config.watchCatalog) catalog.watch();
   const { listener, drained } = createApp(services);
-  const server: Server = createServer(listener).listen(config.port, config.host);
+  const { connections, limits } = config;
+  const server: Server = createServer(
+    {
+      // A request head must arrive within this time; Node counts it from a request's first byte,
+      // and for a fresh connection from its opening, so a connection that sends nothing is closed
+      // too. Idle time between requests of a keep-alive connection is not counted.
+      headersTimeout: connections.headersTimeoutMs,
+      // A backstop over the body's own limits (http/body.ts answers those with a reason).
+      requestTimeout: connections.headersTimeoutMs + limits.bodyTimeoutMs + 5_000,
+      // How often those two are checked (Node's default is 30 s).
+      connectionsCheckingInterval: 1_000,
+    },
+    listener,
+  );
+  limitConnections(server, connections, log);
+  server.listen(config.port, config.host);
   server.on('clientError', clientErrorAnswer(log));
   // Keep idle connections longer than the usual 60 s of load balancers and client pools, so that
   // the server is never the side that closes a connection a client is about to reuse.
   server.keepAliveTimeout = 65_000;
-  server.headersTimeout = 66_000;
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
