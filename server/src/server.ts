@@ -13,6 +13,7 @@ import { clientErrorAnswer } from './http/client-error.ts';
 import { limitConnections } from './http/connection-limits.ts';
 import type { Services } from './api/context.ts';
 import { createQueueEvents } from './events/create-queue-events.ts';
+import { checkStreamAccessPeriodically } from './events/stream-access-check.ts';
 import { StreamSlots } from './events/stream-slots.ts';
 
 export type RunningServer = {
@@ -49,6 +50,7 @@ async function serve(config: Config, log: Logger, catalog: ModelCatalog, unlock 
   // Listening before the first request: a subscription opened right after start-up misses nothing.
   await waitAtMost(services.queueEvents.ready(), config.dbTimeouts.connectMs);
   if (config.watchCatalog) catalog.watch();
+  const stopStreamAccessCheck = checkStreamAccessPeriodically(orm.em, services.eventStreams, config.eventStreams.recheckMs, log);
   const { listener, drained } = createApp(services);
   const { connections, limits } = config;
   const server: Server = createServer(
@@ -85,6 +87,7 @@ async function serve(config: Config, log: Logger, catalog: ModelCatalog, unlock 
       // Open event streams would hold their connections to the end: they end now, and their
       // clients reconnect (to another process, or to this service once it is back).
       services.queueEvents.endStreams();
+      stopStreamAccessCheck();
       // Their keep-alive connections (and any other) close as soon as they go idle, instead of at
       // the shutdown timeout; a client reconnecting meanwhile would otherwise hold them open.
       const idleSweep = setInterval(() => server.closeIdleConnections(), 50);
