@@ -1,11 +1,15 @@
 type Waiter = { hold: BodyHold; units: number; resolve: (taken: boolean) => void; timer: NodeJS.Timeout };
+type Account = { held: number; holders: Set<BodyHold> };
+
+let holdsMade = 0;
 
 /**
  * A count of units shared by the request bodies in flight, handed out first come, first served.
  * Each body takes its units through a `BodyHold`, which also charges them to the body's accounts
- * (its API key, its client address): an account holds at most `share` units across its bodies,
- * except for one body alone, so that no one key or address can take the whole budget, while one
- * body of any admissible weight still passes. Taking units when there is room and nobody waits is
+ * (its API key, its client address): an account's bodies hold at most `share` units together,
+ * except that its oldest body may grow past that, so that no one key or address can take the whole
+ * budget (it holds at most `share` plus one body), while one body of any admissible weight still
+ * passes, and bodies of one client sent side by side cannot stall each other: the oldest goes on. Taking units when there is room and nobody waits is
  * synchronous: this runs for every chunk of every body (async-mutex's weighted semaphore was tried
  * first: it makes a promise and a timer for every acquisition and walks every free unit on every
  * release).
@@ -15,8 +19,8 @@ export class BodyBudget {
   readonly share: number;
   #free: number;
   readonly #waiters: Waiter[] = [];
-  /** Units held per account (only accounts that hold some). */
-  readonly #accounts = new Map<string, number>();
+  /** Units held per account, and by which bodies (only accounts that hold some). */
+  readonly #accounts = new Map<string, Account>();
 
   constructor(size: number, share = size) {
     this.size = size;
@@ -35,7 +39,7 @@ export class BodyBudget {
 
   /** Units an account holds now. */
   heldBy(account: string): number {
-    return this.#accounts.get(account) ?? 0;
+    return this.#accounts.get(account)?.held ?? 0;
   }
 
   /** @internal (BodyHold) */
@@ -67,10 +71,12 @@ export class BodyBudget {
     if (units <= 0) return;
     hold.held -= units;
     this.#free += units;
-    for (const account of hold.accounts) {
-      const left = (this.#accounts.get(account) ?? units) - units;
-      if (left > 0) this.#accounts.set(account, left);
-      else this.#accounts.delete(account);
+    for (const name of hold.accounts) {
+      const account = this.#accounts.get(name);
+      if (!account) continue;
+      account.held -= units;
+      if (hold.held === 0) account.holders.delete(hold);
+      if (account.holders.size === 0) this.#accounts.delete(name);
     }
     this.#dispatch();
   }
@@ -78,14 +84,21 @@ export class BodyBudget {
   #grant(hold: BodyHold, units: number): void {
     this.#free -= units;
     hold.held += units;
-    for (const account of hold.accounts) this.#accounts.set(account, (this.#accounts.get(account) ?? 0) + units);
+    for (const name of hold.accounts) {
+      const account = this.#accounts.get(name) ?? { held: 0, holders: new Set() };
+      account.held += units;
+      account.holders.add(hold);
+      this.#accounts.set(name, account);
+    }
   }
 
-  /** Within every account's share, or the only body holding units of that account. */
+  /** Within every account's share, or the oldest body holding units of that account. */
   #accountsAdmit(hold: BodyHold, units: number): boolean {
-    return hold.accounts.every((account) => {
-      const held = this.#accounts.get(account) ?? 0;
-      return held + units <= this.share || held === hold.held;
+    return hold.accounts.every((name) => {
+      const account = this.#accounts.get(name);
+      if (!account || account.held + units <= this.share) return true;
+      for (const other of account.holders) if (other.order < hold.order) return false;
+      return true;
     });
   }
 
@@ -118,6 +131,8 @@ export class BodyBudget {
 /** The units one body holds; `release` gives them all back (once the body is no longer in the heap's way). */
 export class BodyHold {
   held = 0;
+  /** Bodies made earlier have lower numbers: the oldest of an account may pass its share. */
+  readonly order = ++holdsMade;
   #released = false;
   readonly #budget: BodyBudget;
   readonly accounts: readonly string[];

@@ -3,7 +3,7 @@ import onHeaders from 'on-headers';
 import { admittedUser, refusalOf } from './admission.ts';
 import { BodyBudget } from './body-budget.ts';
 import { leaveBodyUnread, sendError } from './errors.ts';
-import { bodyWeight, measureJson, provisionalWeight } from './json-shape.ts';
+import { bodyWeight, JsonMeter, provisionalWeight } from './json-shape.ts';
 import { carriesBody } from './request-kind.ts';
 
 export type BodyLimits = {
@@ -96,7 +96,8 @@ export function jsonBodyReader(limits: BodyLimits) {
     const first = hold.take(1, limits.waitMs);
     if (first !== true && !(await first)) return refuse(503, 'SERVICE_UNAVAILABLE', BUSY_REASON, { 'Retry-After': '1' });
 
-    const bytes = await receive(req, declared, limits, (received) => hold.growTo(unitsOf(provisionalWeight(received)), limits.waitMs));
+    const meter = new JsonMeter(limits.maxDepth);
+    const bytes = await receive(req, declared, limits, meter, (received) => hold.growTo(unitsOf(provisionalWeight(received)), limits.waitMs));
     if (bytes === 'too large') return cut(413, 'PAYLOAD_TOO_LARGE', tooLargeReason(limits.maxBytes));
     if (bytes === 'busy') return cut(503, 'SERVICE_UNAVAILABLE', BUSY_REASON, { 'Retry-After': '1' });
     if (bytes === 'too slow') {
@@ -104,14 +105,12 @@ export function jsonBodyReader(limits: BodyLimits) {
     }
     if (bytes === 'timed out') return cut(408, 'REQUEST_TIMEOUT', `The request body did not arrive within ${limits.timeoutMs / 1000} s.`);
     if (bytes === 'aborted') return cut(400, 'BAD_REQUEST', 'The request body was not received completely.');
+    if (bytes === 'too deep') return cut(400, 'BAD_REQUEST', tooDeepReason(limits.maxDepth));
     if (bytes.length === 0) {
       req.body = {};
       return next();
     }
-    const shape = measureJson(bytes, limits.maxDepth);
-    if (shape.depth > limits.maxDepth) {
-      return sendError(req, res, 400, 'BAD_REQUEST', `The request body nests objects and arrays deeper than ${limits.maxDepth} levels.`);
-    }
+    const shape = meter.shape();
     const weight = bodyWeight(bytes.length, shape);
     if (weight > limits.budget) {
       return sendError(req, res, 413, 'PAYLOAD_TOO_LARGE', `The request body (${bytes.length} bytes, ${shape.containers} objects and arrays, ${shape.separators + 1} values) would take more memory than one request may hold. Split it.`);
@@ -148,14 +147,18 @@ function malformedJsonReason(detail: string): string {
 
 const BUSY_REASON = 'The server is handling as many large requests as it can hold; retry shortly.';
 
+function tooDeepReason(maxDepth: number): string {
+  return `The request body nests objects and arrays deeper than ${maxDepth} levels.`;
+}
+
 function tooLargeReason(maxBytes: number): string {
   return `The request body is larger than the server accepts (${maxBytes} bytes).`;
 }
 
-type Received = Buffer | 'too large' | 'aborted' | 'busy' | 'too slow' | 'timed out';
+type Received = Buffer | 'too large' | 'too deep' | 'aborted' | 'busy' | 'too slow' | 'timed out';
 
 /**
- * The whole body as one buffer, or why not. Before each chunk is kept, `room(received)` must hold
+ * The whole body as one buffer, or why not. Each chunk is measured (`meter`) as it comes. Before each chunk is kept, `room(received)` must hold
  * budget for the bytes received so far: while it waits, reading pauses (TCP holds the client
  * back) and the rate is not judged. After each window of RATE_WINDOW_MS the body must have brought
  * `minRate` bytes per second of it, or what was left of it; and all of it within `timeoutMs`.
@@ -164,6 +167,7 @@ function receive(
   req: Request,
   declared: number | undefined,
   limits: BodyLimits,
+  meter: JsonMeter,
   room: (received: number) => boolean | Promise<boolean>,
 ): Promise<Received> {
   return new Promise((resolve) => {
@@ -197,6 +201,7 @@ function receive(
     const deadline = setTimeout(() => finish('timed out'), limits.timeoutMs);
     const onData = (chunk: Buffer) => {
       if (received + chunk.length > bound) return finish('too large');
+      if (!meter.write(chunk)) return finish('too deep');
       chunks.push(chunk);
       received += chunk.length;
       const granted = room(received);

@@ -1,9 +1,13 @@
+import { readFileSync } from 'node:fs';
 import { STATUS_CODES, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { newId } from '../domain/ids.ts';
 import type { Logger } from '../log.ts';
 
 export type ConnectionLimits = { max: number; perAddress: number };
+
+/** Descriptors left for everything else: database connections, files, the log. */
+const RESERVED_FILES = 128;
 
 const REFUSED_STATUS = 503;
 const REFUSED_REASON = 'This client address holds as many open connections as one address may; close some or retry later.';
@@ -16,7 +20,11 @@ const REFUSED_REASON = 'This client address holds as many open connections as on
  * socket's peer: behind a proxy that is the proxy, whose own connection pool must fit the cap.
  */
 export function limitConnections(server: Server, limits: ConnectionLimits, log: Logger): void {
-  server.maxConnections = limits.max;
+  const files = openFileLimit();
+  // Past the process's open-file limit, accepting fails for everyone, database connections too.
+  const max = files === undefined ? limits.max : Math.max(1, Math.min(limits.max, files - RESERVED_FILES));
+  if (max < limits.max) log.warn({ max_connections: max, open_file_limit: files }, 'LOUPE_MAX_CONNECTIONS lowered to fit the open-file limit (ulimit -n)');
+  server.maxConnections = max;
   const byAddress = new Map<string, number>();
   server.on('connection', (socket: Socket) => {
     const address = socket.remoteAddress ?? 'unknown';
@@ -46,4 +54,14 @@ function refuse(socket: Socket, log: Logger): void {
     () => socket.destroy(),
   );
   log.info({ request_id: requestId, status: REFUSED_STATUS, refused: 'connections per address' }, 'request');
+}
+
+/** The process's open-file limit (soft), where the system tells it (Linux). */
+function openFileLimit(): number | undefined {
+  try {
+    const match = /^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
+    return match ? Number(match[1]) : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { BodyBudget } from '../../../server/src/http/body-budget.ts';
-import { bodyWeight, measureJson } from '../../../server/src/http/json-shape.ts';
+import { bodyWeight, JsonMeter, measureJson } from '../../../server/src/http/json-shape.ts';
 
 describe('BodyBudget', () => {
   const tick = () => new Promise((resolve) => setTimeout(resolve, 0));
@@ -78,6 +78,20 @@ describe('BodyBudget', () => {
     expect(budget.heldBy('address 1')).toBe(0);
   });
 
+  it('lets the oldest body of a key grow past the share while the key\'s others wait, so that they cannot stall each other', async () => {
+    const budget = new BodyBudget(100, 25);
+    const older = budget.hold(['key a']);
+    const younger = budget.hold(['key a']);
+    expect(older.growTo(10, 1000)).toBe(true);
+    expect(younger.growTo(15, 1000)).toBe(true);
+    const youngerMore = younger.growTo(16, 1000);
+    expect(youngerMore).toBeInstanceOf(Promise);
+    expect(older.growTo(60, 1000)).toBe(true);
+    expect(budget.heldBy('key a')).toBe(75); // the share plus one body
+    older.release();
+    expect(await youngerMore).toBe(true);
+  });
+
   it('lets bodies of one key grow together up to the share only', async () => {
     const budget = new BodyBudget(100, 25);
     const a = budget.hold(['key a']);
@@ -105,5 +119,25 @@ describe('measureJson', () => {
   it('weighs tiny values far above their bytes', () => {
     const objects = `[${Array(1000).fill('{}').join(',')}]`;
     expect(bodyWeight(objects.length, measureJson(Buffer.from(objects), 64))).toBeGreaterThan(50 * objects.length);
+  });
+});
+
+describe('JsonMeter', () => {
+  it('measures a text fed in chunks of any size as measureJson measures it whole, escapes across chunks included', () => {
+    const text = JSON.stringify({ a: [1, 2, { b: 'x,{[' }], c: 'quote \\" inside, \\\\', d: [], e: '\\\\\\"]}', f: [[{}]] });
+    const bytes = Buffer.from(text);
+    const whole = measureJson(bytes, 64);
+    for (const size of [1, 2, 3, 5, 7]) {
+      const meter = new JsonMeter(64);
+      for (let i = 0; i < bytes.length; i += size) meter.write(bytes.subarray(i, i + size));
+      expect(meter.shape(), `chunks of ${size}`).toEqual(whole);
+    }
+  });
+
+  it('says to stop once past the depth bound', () => {
+    const meter = new JsonMeter(64);
+    expect(meter.write(Buffer.from('['.repeat(64)))).toBe(true);
+    expect(meter.write(Buffer.from('[['))).toBe(false);
+    expect(meter.shape().depth).toBe(65);
   });
 });
