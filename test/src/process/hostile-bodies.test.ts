@@ -182,7 +182,8 @@ describeEachBackend('hostile request bodies (the server as npm start runs it)', 
         expect(stream.text).toMatch(/^HTTP\/1\.1 200 /);
         expect(stream.text).toMatch(/\r\ncontent-type: text\/event-stream/i);
       }
-      await smallWriteIsServed(server, member, uniqueId('beside-streams'));
+      const tookMs = await smallWriteIsServed(server, member, uniqueId('beside-streams'));
+      console.info(`[${backend}] two padded event streams open: 1 KB write ${tookMs} ms`);
       // The streams still deliver.
       const put = await rest(server, 'PUT', `/annotation_queues/${queueId}`, { key: member.api_key, body: { project_id: 'acme/hostile', description: 'changed' } });
       expect(put.status).toBe(200);
@@ -193,6 +194,7 @@ describeEachBackend('hostile request bodies (the server as npm start runs it)', 
     const { worstMs, statuses } = await health.stop();
     expect(statuses).toEqual([200]);
     expect(worstMs).toBeLessThan(1_000);
+    console.info(`[${backend}] two padded event streams: worst /health ${worstMs} ms`);
   }, 60_000);
 });
 
