@@ -3,7 +3,7 @@ import onHeaders from 'on-headers';
 import { admittedUser, refusalOf } from './admission.ts';
 import { BodyBudget } from './body-budget.ts';
 import { leaveBodyUnread, sendError } from './errors.ts';
-import { bodyWeight, JsonMeter, provisionalWeight } from './json-shape.ts';
+import { bodyWeight, JsonMeter, type JsonShape } from './json-shape.ts';
 import { carriesBody } from './request-kind.ts';
 
 export type BodyLimits = {
@@ -47,8 +47,9 @@ const UNIT = 64 * 1024;
  * request in flight.
  *
  * The budget is taken for bytes received, not declared: a body holds one unit to start and grows
- * its hold as its bytes arrive (4 × its bytes until its shape is known), so a client that declares
- * a large body and sends nothing holds almost nothing. A body that finds no room within `waitMs`
+ * its hold to the weight of the bytes arrived so far (json-shape.ts bodyWeight), so a client that
+ * declares a large body and sends nothing holds almost nothing, and a body that outweighs the whole
+ * budget is refused (413) as soon as it does. A body that finds no room within `waitMs`
  * is answered 503 with Retry-After. The weight covers the text, the parsed value, its validated
  * copy and what the handler builds from them: it is held while the request is handled, and given
  * back when its answer begins (headers written) or the client goes away, so an event stream opened
@@ -88,36 +89,37 @@ export function jsonBodyReader(limits: BodyLimits) {
     const hold = budget.hold(accounts);
     res.once('close', () => hold.release());
     onHeaders(res, () => hold.release());
-    // A body cut short leaves bytes unread on the connection: it is closed after the answer.
+    // A body cut short for its pace leaves bytes unread on the connection: it is closed after the answer.
     const cut = (status: number, code: string, reason: string, headers: Record<string, string> = {}) => {
       hold.release();
       sendError(req, res, status, code, reason, { ...headers, Connection: 'close' });
+    };
+    // One refused for what it holds is drained (its bytes are dropped as they come, within its
+    // declared length), so that a client that sends it all still reads the answer.
+    const drain = (status: number, code: string, reason: string) => {
+      hold.release();
+      if (declared === undefined) return cut(status, code, reason);
+      req.resume();
+      sendError(req, res, status, code, reason);
     };
     const first = hold.take(1, limits.waitMs);
     if (first !== true && !(await first)) return refuse(503, 'SERVICE_UNAVAILABLE', BUSY_REASON, { 'Retry-After': '1' });
 
     const meter = new JsonMeter(limits.maxDepth);
-    const bytes = await receive(req, declared, limits, meter, (received) => hold.growTo(unitsOf(provisionalWeight(received)), limits.waitMs));
+    const bytes = await receive(req, declared, limits, meter, (weight) => hold.growTo(unitsOf(weight), limits.waitMs));
     if (bytes === 'too large') return cut(413, 'PAYLOAD_TOO_LARGE', tooLargeReason(limits.maxBytes));
+    if (bytes === 'too heavy') return drain(413, 'PAYLOAD_TOO_LARGE', tooHeavyReason(meter.shape()));
     if (bytes === 'busy') return cut(503, 'SERVICE_UNAVAILABLE', BUSY_REASON, { 'Retry-After': '1' });
     if (bytes === 'too slow') {
       return cut(408, 'REQUEST_TIMEOUT', `The request body arrived slower than the server accepts (${limits.minRate} bytes per second over ${RATE_WINDOW_MS / 1000} s).`);
     }
     if (bytes === 'timed out') return cut(408, 'REQUEST_TIMEOUT', `The request body did not arrive within ${limits.timeoutMs / 1000} s.`);
     if (bytes === 'aborted') return cut(400, 'BAD_REQUEST', 'The request body was not received completely.');
-    if (bytes === 'too deep') return cut(400, 'BAD_REQUEST', tooDeepReason(limits.maxDepth));
+    if (bytes === 'too deep') return drain(400, 'BAD_REQUEST', tooDeepReason(limits.maxDepth));
     if (bytes.length === 0) {
       req.body = {};
       return next();
     }
-    const shape = meter.shape();
-    const weight = bodyWeight(bytes.length, shape);
-    if (weight > limits.budget) {
-      return sendError(req, res, 413, 'PAYLOAD_TOO_LARGE', `The request body (${bytes.length} bytes, ${shape.containers} objects and arrays, ${shape.separators + 1} values) would take more memory than one request may hold. Split it.`);
-    }
-    // Ahead of bodies waiting to be read: this one already holds most of its share.
-    const room = hold.growTo(unitsOf(weight), limits.waitMs);
-    if (room !== true && !(await room)) return sendError(req, res, 503, 'SERVICE_UNAVAILABLE', BUSY_REASON, { 'Retry-After': '1' });
     let text: string;
     try {
       text = UTF8.decode(bytes);
@@ -147,6 +149,10 @@ function malformedJsonReason(detail: string): string {
 
 const BUSY_REASON = 'The server is handling as many large requests as it can hold; retry shortly.';
 
+function tooHeavyReason(shape: JsonShape): string {
+  return `The request body (${shape.containers} objects and arrays, ${shape.separators + 1} values so far) would take more memory than one request may hold. Split it.`;
+}
+
 function tooDeepReason(maxDepth: number): string {
   return `The request body nests objects and arrays deeper than ${maxDepth} levels.`;
 }
@@ -155,12 +161,12 @@ function tooLargeReason(maxBytes: number): string {
   return `The request body is larger than the server accepts (${maxBytes} bytes).`;
 }
 
-type Received = Buffer | 'too large' | 'too deep' | 'aborted' | 'busy' | 'too slow' | 'timed out';
+type Received = Buffer | 'too large' | 'too heavy' | 'too deep' | 'aborted' | 'busy' | 'too slow' | 'timed out';
 
 /**
- * The whole body as one buffer, or why not. Each chunk is measured (`meter`) as it comes. Before each chunk is kept, `room(received)` must hold
- * budget for the bytes received so far: while it waits, reading pauses (TCP holds the client
- * back) and the rate is not judged. After each window of RATE_WINDOW_MS the body must have brought
+ * The whole body as one buffer, or why not. Each chunk is measured (`meter`) as it comes, and
+ * `room(weight)` must hold budget for the weight received so far: while it waits, reading pauses
+ * (TCP holds the client back) and the rate is not judged. After each window of RATE_WINDOW_MS the body must have brought
  * `minRate` bytes per second of it, or what was left of it; and all of it within `timeoutMs`.
  */
 function receive(
@@ -168,7 +174,7 @@ function receive(
   declared: number | undefined,
   limits: BodyLimits,
   meter: JsonMeter,
-  room: (received: number) => boolean | Promise<boolean>,
+  room: (weight: number) => boolean | Promise<boolean>,
 ): Promise<Received> {
   return new Promise((resolve) => {
     const bound = declared ?? limits.maxBytes;
@@ -204,7 +210,9 @@ function receive(
       if (!meter.write(chunk)) return finish('too deep');
       chunks.push(chunk);
       received += chunk.length;
-      const granted = room(received);
+      const weight = bodyWeight(received, meter.shape());
+      if (weight > limits.budget) return finish('too heavy');
+      const granted = room(weight);
       if (granted === true) return;
       if (granted === false) return finish('busy');
       req.pause();

@@ -127,8 +127,3 @@ function oddBackslashesBefore(bytes: Uint8Array, from: number, end: number, esca
 export function bodyWeight(byteLength: number, shape: JsonShape): number {
   return 4 * byteLength + 160 * shape.containers + 32 * shape.separators;
 }
-
-/** The weight to hold for a body of a declared length before its shape is known. */
-export function provisionalWeight(byteLength: number): number {
-  return 4 * byteLength;
-}
