@@ -7,9 +7,10 @@ let holdsMade = 0;
  * A count of units shared by the request bodies in flight, handed out first come, first served.
  * Each body takes its units through a `BodyHold`, which also charges them to the body's accounts
  * (its API key, its client address): an account's bodies hold at most `share` units together,
- * except that its oldest body may grow past that, so that no one key or address can take the whole
- * budget (it holds at most `share` plus one body), while one body of any admissible weight still
- * passes, and bodies of one client sent side by side cannot stall each other: the oldest goes on. Taking units when there is room and nobody waits is
+ * except that its oldest body may grow past that up to `largest` (the size less one share), so
+ * that no one key or address can take the whole budget, while one body of any admissible weight
+ * still passes, and bodies of one client sent side by side cannot stall each other: the oldest
+ * goes on. Taking units when there is room and nobody waits is
  * synchronous: this runs for every chunk of every body (async-mutex's weighted semaphore was tried
  * first: it makes a promise and a timer for every acquisition and walks every free unit on every
  * release).
@@ -17,6 +18,8 @@ let holdsMade = 0;
 export class BodyBudget {
   readonly size: number;
   readonly share: number;
+  /** The most one account may hold, and so one body's most. */
+  readonly largest: number;
   #free: number;
   readonly #waiters: Waiter[] = [];
   /** Units held per account, and by which bodies (only accounts that hold some). */
@@ -25,6 +28,7 @@ export class BodyBudget {
   constructor(size: number, share = size) {
     this.size = size;
     this.share = Math.min(share, size);
+    this.largest = share < size ? size - share : size;
     this.#free = size;
   }
 
@@ -45,7 +49,7 @@ export class BodyBudget {
   /** @internal (BodyHold) */
   take(hold: BodyHold, units: number, waitMs: number, ahead: boolean): boolean | Promise<boolean> {
     if (units <= 0) return true;
-    if (hold.held + units > this.size) return false;
+    if (hold.held + units > this.largest) return false;
     if (units <= this.#free && this.#accountsAdmit(hold, units) && (ahead || !this.#lineBlocked())) {
       this.#grant(hold, units);
       return true;
@@ -92,11 +96,12 @@ export class BodyBudget {
     }
   }
 
-  /** Within every account's share, or the oldest body holding units of that account. */
+  /** Within every account's share, or within `largest` for the oldest body holding units of that account. */
   #accountsAdmit(hold: BodyHold, units: number): boolean {
     return hold.accounts.every((name) => {
       const account = this.#accounts.get(name);
       if (!account || account.held + units <= this.share) return true;
+      if (account.held + units > this.largest) return false;
       for (const other of account.holders) if (other.order < hold.order) return false;
       return true;
     });

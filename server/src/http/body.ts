@@ -60,7 +60,9 @@ export function jsonBodyReader(limits: BodyLimits) {
   const budget = new BodyBudget(Math.max(1, Math.floor(limits.budget / UNIT)), Math.max(1, Math.floor(limits.share / UNIT)));
 
   /** The budget's units a weight in bytes takes. */
-  const unitsOf = (weight: number) => Math.min(Math.max(1, Math.ceil(weight / UNIT)), budget.size);
+  const unitsOf = (weight: number) => Math.max(1, Math.ceil(weight / UNIT));
+  /** The heaviest body that can be held: the budget less one share, so that others always have one. */
+  const heaviest = budget.largest * UNIT;
 
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     if (!carriesBody(req.method)) return next();
@@ -102,11 +104,22 @@ export function jsonBodyReader(limits: BodyLimits) {
       req.resume();
       sendError(req, res, status, code, reason);
     };
-    const first = hold.take(1, limits.waitMs);
+    // A body waits for room at most `waitMs` in all, however many times it has to.
+    let waitLeft = limits.waitMs;
+    const room = (weight: number): boolean | Promise<boolean> => {
+      const granted = hold.growTo(unitsOf(weight), waitLeft);
+      if (typeof granted === 'boolean') return granted;
+      const since = Date.now();
+      return granted.then((ok) => {
+        waitLeft = Math.max(0, waitLeft - (Date.now() - since));
+        return ok;
+      });
+    };
+    const first = room(0);
     if (first !== true && !(await first)) return refuse(503, 'SERVICE_UNAVAILABLE', BUSY_REASON, { 'Retry-After': '1' });
 
     const meter = new JsonMeter(limits.maxDepth);
-    const bytes = await receive(req, declared, limits, meter, (weight) => hold.growTo(unitsOf(weight), limits.waitMs));
+    const bytes = await receive(req, declared, limits, heaviest, meter, room);
     if (bytes === 'too large') return cut(413, 'PAYLOAD_TOO_LARGE', tooLargeReason(limits.maxBytes));
     if (bytes === 'too heavy') return drain(413, 'PAYLOAD_TOO_LARGE', tooHeavyReason(meter.shape()));
     if (bytes === 'busy') return cut(503, 'SERVICE_UNAVAILABLE', BUSY_REASON, { 'Retry-After': '1' });
@@ -173,6 +186,7 @@ function receive(
   req: Request,
   declared: number | undefined,
   limits: BodyLimits,
+  heaviest: number,
   meter: JsonMeter,
   room: (weight: number) => boolean | Promise<boolean>,
 ): Promise<Received> {
@@ -211,7 +225,7 @@ function receive(
       chunks.push(chunk);
       received += chunk.length;
       const weight = bodyWeight(received, meter.shape());
-      if (weight > limits.budget) return finish('too heavy');
+      if (weight > heaviest) return finish('too heavy');
       const granted = room(weight);
       if (granted === true) return;
       if (granted === false) return finish('busy');

@@ -45,6 +45,7 @@ describe('BodyBudget', () => {
 
   it('never grants more than its size', () => {
     expect(new BodyBudget(4).hold().take(5, 1000)).toBe(false);
+    expect(new BodyBudget(4).largest).toBe(4); // without a share smaller than the size, one body may hold it all
   });
 
   it('gives back at once units granted after the hold was released (the client went away)', async () => {
@@ -90,6 +91,15 @@ describe('BodyBudget', () => {
     expect(budget.heldBy('key a')).toBe(75); // the share plus one body
     older.release();
     expect(await youngerMore).toBe(true);
+  });
+
+  it('never lets one account hold more than the budget less one share, so that others always have one', async () => {
+    const budget = new BodyBudget(100, 25);
+    expect(budget.largest).toBe(75);
+    const heavy = budget.hold(['key a', 'address 1']);
+    expect(heavy.growTo(75, 1000)).toBe(true);
+    expect(heavy.take(1, 1000)).toBe(false); // past what one body may hold: at once
+    expect(budget.hold(['key b', 'address 2']).take(25, 1000)).toBe(true);
   });
 
   it('lets bodies of one key grow together up to the share only', async () => {
