@@ -192,6 +192,11 @@ function receive(
 ): Promise<Received> {
   return new Promise((resolve) => {
     const bound = declared ?? limits.maxBytes;
+    // A body of a declared length is copied into one buffer of that length once a sixteenth of it
+    // has come (a client that declares much and sends little makes the server allocate little;
+    // chunks kept until the end would hold their memory twice, and scattered); until then, and
+    // without a declared length, its chunks are kept as they came.
+    let into: Buffer | undefined;
     const chunks: Buffer[] = [];
     let received = 0;
     let done = false;
@@ -222,8 +227,15 @@ function receive(
     const onData = (chunk: Buffer) => {
       if (received + chunk.length > bound) return finish('too large');
       if (!meter.write(chunk)) return finish('too deep');
-      chunks.push(chunk);
+      if (into) chunk.copy(into, received);
+      else chunks.push(chunk);
       received += chunk.length;
+      if (!into && declared !== undefined && received * 16 >= declared && received < declared) {
+        into = Buffer.allocUnsafe(declared);
+        let at = 0;
+        for (const kept of chunks) at += kept.copy(into, at);
+        chunks.length = 0;
+      }
       const weight = bodyWeight(received, meter.shape());
       if (weight > heaviest) return finish('too heavy');
       const granted = room(weight);
@@ -240,7 +252,7 @@ function receive(
     };
     const onEnd = () => {
       if (declared !== undefined && received !== declared) return finish('aborted');
-      finish(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received));
+      finish(into ?? (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received)));
     };
     const onAborted = () => finish('aborted');
     // A client that goes away mid-body ends the read with 'aborted', 'error' or at least 'close'.
