@@ -179,8 +179,9 @@ type Received = Buffer | 'too large' | 'too heavy' | 'too deep' | 'aborted' | 'b
 /**
  * The whole body as one buffer, or why not. Each chunk is measured (`meter`) as it comes, and
  * `room(weight)` must hold budget for the weight received so far: while it waits, reading pauses
- * (TCP holds the client back) and the rate is not judged. After each window of RATE_WINDOW_MS the body must have brought
- * `minRate` bytes per second of it, or what was left of it; and all of it within `timeoutMs`.
+ * (TCP holds the client back) and the rate is not judged. Each window of RATE_WINDOW_MS must bring
+ * `minRate` bytes per second of the body, or what was left of it; and all of it must come within
+ * `timeoutMs`. Past `heaviest` (the most one body may hold), the rest is not read.
  */
 function receive(
   req: Request,
