@@ -105,7 +105,7 @@ export type Config = {
     bodyBudget: number;
     /** How long a body waits for room in that budget before 503. */
     bodyWaitMs: number;
-    /** The part of that budget one API key, and one client address, may hold at once (one body alone may hold more). */
+    /** The part of that budget one API key, and one client address, may hold at once (their oldest body may grow up to the budget less this). */
     bodyShare: number;
     /** The slowest a body may arrive (bytes per second, judged over windows of a few seconds), and its longest time. */
     bodyMinRate: number;

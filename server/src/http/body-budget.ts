@@ -10,10 +10,9 @@ let holdsMade = 0;
  * except that its oldest body may grow past that up to `largest` (the size less one share), so
  * that no one key or address can take the whole budget, while one body of any admissible weight
  * still passes, and bodies of one client sent side by side cannot stall each other: the oldest
- * goes on. Taking units when there is room and nobody waits is
- * synchronous: this runs for every chunk of every body (async-mutex's weighted semaphore was tried
- * first: it makes a promise and a timer for every acquisition and walks every free unit on every
- * release).
+ * goes on. Taking units when there is room and nobody waits is synchronous: this runs for every
+ * chunk of every body (async-mutex's weighted semaphore was tried first: it makes a promise and a
+ * timer for every acquisition and walks every free unit on every release).
  */
 export class BodyBudget {
   readonly size: number;

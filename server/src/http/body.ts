@@ -13,7 +13,7 @@ export type BodyLimits = {
   maxDepth: number;
   /** The weight (bodyWeight) of all bodies being read or handled at once; one body's most, too. */
   budget: number;
-  /** The weight one API key, and one client address, may hold at once (one body alone may hold more). */
+  /** The weight one API key, and one client address, may hold at once (their oldest body may grow up to `budget` less this). */
   share: number;
   /** How long a body may wait for room in the budget before 503. */
   waitMs: number;
