@@ -96,13 +96,13 @@ export function jsonBodyReader(limits: BodyLimits) {
       hold.release();
       sendError(req, res, status, code, reason, { ...headers, Connection: 'close' });
     };
-    // One refused for what it holds is drained (its bytes are dropped as they come, within its
-    // declared length), so that a client that sends it all still reads the answer.
-    const drain = (status: number, code: string, reason: string) => {
+    // One refused for what it weighs, or for want of room, is drained (its bytes are dropped as
+    // they come, within its declared length), so that a client that sends it all reads the answer.
+    const drain = (status: number, code: string, reason: string, headers: Record<string, string> = {}) => {
       hold.release();
-      if (declared === undefined) return cut(status, code, reason);
+      if (declared === undefined) return cut(status, code, reason, headers);
       req.resume();
-      sendError(req, res, status, code, reason);
+      sendError(req, res, status, code, reason, headers);
     };
     // A body waits for room at most `waitMs` in all, however many times it has to.
     let waitLeft = limits.waitMs;
@@ -122,7 +122,7 @@ export function jsonBodyReader(limits: BodyLimits) {
     const bytes = await receive(req, declared, limits, heaviest, meter, room);
     if (bytes === 'too large') return cut(413, 'PAYLOAD_TOO_LARGE', tooLargeReason(limits.maxBytes));
     if (bytes === 'too heavy') return drain(413, 'PAYLOAD_TOO_LARGE', tooHeavyReason(meter.shape()));
-    if (bytes === 'busy') return cut(503, 'SERVICE_UNAVAILABLE', BUSY_REASON, { 'Retry-After': '1' });
+    if (bytes === 'busy') return drain(503, 'SERVICE_UNAVAILABLE', BUSY_REASON, { 'Retry-After': '1' });
     if (bytes === 'too slow') {
       return cut(408, 'REQUEST_TIMEOUT', `The request body arrived slower than the server accepts (${limits.minRate} bytes per second over ${RATE_WINDOW_MS / 1000} s).`);
     }
