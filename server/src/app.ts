@@ -79,7 +79,17 @@ export function createApp(services: Services): { listener: RequestListener; drai
   const { limits } = services.config;
   app.use(requireJsonBody(limits.bodyBytes));
   app.use(admission(services, routes));
-  app.use(jsonBodyReader({ maxBytes: limits.bodyBytes, maxDepth: limits.jsonDepth, budget: limits.bodyBudget, waitMs: limits.bodyWaitMs }));
+  app.use(
+    jsonBodyReader({
+      maxBytes: limits.bodyBytes,
+      maxDepth: limits.jsonDepth,
+      budget: limits.bodyBudget,
+      share: limits.bodyShare,
+      waitMs: limits.bodyWaitMs,
+      minRate: limits.bodyMinRate,
+      timeoutMs: limits.bodyTimeoutMs,
+    }),
+  );
 
   const typedDoor = createExpressMiddleware({
     router: appRouter,

@@ -78,6 +78,12 @@ const Env = z.object({
   LOUPE_MAX_JSON_DEPTH: int(2, 1000).default(64),
   LOUPE_BODY_BUDGET_BYTES: int(1024, 16 * 1024 ** 3).default(256 * 1024 * 1024),
   LOUPE_BODY_WAIT_MS: int(0, 600_000).default(10_000),
+  LOUPE_BODY_SHARE_BYTES: int(64 * 1024, 16 * 1024 ** 3).default(64 * 1024 * 1024),
+  LOUPE_BODY_MIN_RATE_BYTES_PER_S: int(0, 1024 ** 3).default(64 * 1024),
+  LOUPE_BODY_TIMEOUT_MS: int(1_000, 3_600_000).default(120_000),
+  LOUPE_HEADERS_TIMEOUT_MS: int(1_000, 600_000).default(10_000),
+  LOUPE_MAX_CONNECTIONS: int(1, 1_000_000).default(4_096),
+  LOUPE_MAX_CONNECTIONS_PER_ADDRESS: int(1, 1_000_000).default(256),
   LOUPE_MAX_PAYLOAD_BYTES: int(1, 1024 ** 3).default(1024 * 1024),
   LOUPE_MAX_CALL_IDS: int(1, 1_000_000).default(10_000),
   LOUPE_MAX_QUERY_LIMIT: int(1, 1_000_000).default(10_000),
@@ -90,6 +96,7 @@ const Env = z.object({
   LOUPE_EVENT_STREAMS_PER_KEY: int(1, 100_000).default(20),
   LOUPE_EVENT_STREAMS_PER_PROCESS: int(1, 1_000_000).default(2_000),
   LOUPE_EVENT_STREAM_MAX_LIFE_MS: int(1_000, 86_400_000).default(300_000),
+  LOUPE_EVENT_STREAM_RECHECK_MS: int(100, 3_600_000).default(5_000),
   LOUPE_CATALOG_WATCH: bool.default(true),
   LOUPE_TRUST_PROXY: TrustProxy.default(false),
   LOUPE_SECRET: Secret.optional(),
@@ -112,6 +119,11 @@ export type Config = {
     bodyBudget: number;
     /** How long a body waits for room in that budget before 503. */
     bodyWaitMs: number;
+    /** The part of that budget one API key, and one client address, may hold at once (their oldest body may grow up to the budget less this). */
+    bodyShare: number;
+    /** The slowest a body may arrive (bytes per second, judged over windows of a few seconds), and its longest time. */
+    bodyMinRate: number;
+    bodyTimeoutMs: number;
     batchRecords: number;
     payloadBytes: number;
     callIdsPerAdd: number;
@@ -121,8 +133,13 @@ export type Config = {
   dbPoolSize: number;
   dbTimeouts: DatabaseTimeouts;
   shutdownTimeoutMs: number;
+  /**
+   * Connections: a request head (a fresh connection's first included) must arrive within
+   * `headersTimeoutMs`; at most `max` open at once, `perAddress` of them from one client address.
+   */
+  connections: { headersTimeoutMs: number; max: number; perAddress: number };
   /** Open live-event streams (annotationQueues.events) one API key, and one process in all, may hold. */
-  eventStreams: { perKey: number; perProcess: number; maxLifeMs: number };
+  eventStreams: { perKey: number; perProcess: number; maxLifeMs: number; recheckMs: number };
   watchCatalog: boolean;
   /** Express's `trust proxy`: false, a hop count, or addresses/CIDRs. */
   trustProxy: false | number | string[];
@@ -151,6 +168,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       jsonDepth: e.LOUPE_MAX_JSON_DEPTH,
       bodyBudget: e.LOUPE_BODY_BUDGET_BYTES,
       bodyWaitMs: e.LOUPE_BODY_WAIT_MS,
+      bodyShare: e.LOUPE_BODY_SHARE_BYTES,
+      bodyMinRate: e.LOUPE_BODY_MIN_RATE_BYTES_PER_S,
+      bodyTimeoutMs: e.LOUPE_BODY_TIMEOUT_MS,
       batchRecords: e.LOUPE_MAX_BATCH,
       payloadBytes: e.LOUPE_MAX_PAYLOAD_BYTES,
       callIdsPerAdd: e.LOUPE_MAX_CALL_IDS,
@@ -164,10 +184,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       idleInTransactionMs: e.LOUPE_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS,
     },
     shutdownTimeoutMs: e.LOUPE_SHUTDOWN_TIMEOUT_MS,
+    connections: {
+      headersTimeoutMs: e.LOUPE_HEADERS_TIMEOUT_MS,
+      max: e.LOUPE_MAX_CONNECTIONS,
+      perAddress: e.LOUPE_MAX_CONNECTIONS_PER_ADDRESS,
+    },
     eventStreams: {
       perKey: e.LOUPE_EVENT_STREAMS_PER_KEY,
       perProcess: e.LOUPE_EVENT_STREAMS_PER_PROCESS,
       maxLifeMs: e.LOUPE_EVENT_STREAM_MAX_LIFE_MS,
+      recheckMs: e.LOUPE_EVENT_STREAM_RECHECK_MS,
     },
     watchCatalog: e.LOUPE_CATALOG_WATCH,
     trustProxy: e.LOUPE_TRUST_PROXY,

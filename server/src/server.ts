@@ -12,8 +12,10 @@ import { CursorSeal } from './domain/cursor.ts';
 import { createLogger, type Logger } from './log.ts';
 import { createApp } from './app.ts';
 import { clientErrorAnswer } from './http/client-error.ts';
+import { limitConnections } from './http/connection-limits.ts';
 import type { Services } from './api/services.ts';
 import { createQueueEvents } from './events/create-queue-events.ts';
+import { checkStreamAccessPeriodically } from './events/stream-access-check.ts';
 import { StreamSlots } from './events/stream-slots.ts';
 
 export type RunningServer = {
@@ -58,13 +60,28 @@ async function serve(config: Config, log: Logger, catalog: ModelCatalog, unlock 
   // Listening before the first request: a subscription opened right after start-up misses nothing.
   await waitAtMost(services.queueEvents.ready(), config.dbTimeouts.connectMs);
   if (config.watchCatalog) catalog.watch();
+  const stopStreamAccessCheck = checkStreamAccessPeriodically(orm.em, services.eventStreams, config.eventStreams.recheckMs, log);
   const { listener, drained } = createApp(services);
-  const server: Server = createServer(listener).listen(config.port, config.host);
+  const { connections, limits } = config;
+  const server: Server = createServer(
+    {
+      // A request head must arrive within this time; Node counts it from a request's first byte,
+      // and for a fresh connection from its opening, so a connection that sends nothing is closed
+      // too. Idle time between requests of a keep-alive connection is not counted.
+      headersTimeout: connections.headersTimeoutMs,
+      // A backstop over the body's own limits (http/body.ts answers those with a reason).
+      requestTimeout: connections.headersTimeoutMs + limits.bodyTimeoutMs + 5_000,
+      // How often those two are checked (Node's default is 30 s).
+      connectionsCheckingInterval: 1_000,
+    },
+    listener,
+  );
+  limitConnections(server, connections, log);
+  server.listen(config.port, config.host);
   server.on('clientError', clientErrorAnswer(log));
   // Keep idle connections longer than the usual 60 s of load balancers and client pools, so that
   // the server is never the side that closes a connection a client is about to reuse.
   server.keepAliveTimeout = 65_000;
-  server.headersTimeout = 66_000;
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
@@ -80,6 +97,7 @@ async function serve(config: Config, log: Logger, catalog: ModelCatalog, unlock 
       // Open event streams would hold their connections to the end: they end now, and their
       // clients reconnect (to another process, or to this service once it is back).
       services.queueEvents.endStreams();
+      stopStreamAccessCheck();
       // Their keep-alive connections (and any other) close as soon as they go idle, instead of at
       // the shutdown timeout; a client reconnecting meanwhile would otherwise hold them open.
       const idleSweep = setInterval(() => server.closeIdleConnections(), 50);

@@ -26,6 +26,7 @@ export class QueueEventStream implements QueueEventSubscriber, AsyncIterable<Ann
   #wake: (() => void) | undefined;
   #ended = false;
   #renewal: Renewal | undefined;
+  #failure: unknown;
   readonly #onEnd: () => void;
 
   constructor(onEnd: () => void) {
@@ -53,6 +54,13 @@ export class QueueEventStream implements QueueEventSubscriber, AsyncIterable<Ann
     this.#wakeUp();
   }
 
+  /** Ends the stream with an error for its client (its key was revoked, its access lost). */
+  fail(error: DomainError): void {
+    if (this.#ended) return;
+    this.#failure = error;
+    this.end();
+  }
+
   async *[Symbol.asyncIterator](): AsyncGenerator<AnnotationQueueEvent> {
     try {
       for (;;) {
@@ -62,6 +70,7 @@ export class QueueEventStream implements QueueEventSubscriber, AsyncIterable<Ann
           continue;
         }
         if (this.#ended) {
+          if (this.#failure) throw this.#failure;
           if (this.#renewal) throw new DomainError('unavailable', RENEWAL_REASONS[this.#renewal]);
           return;
         }

@@ -28,11 +28,12 @@ export async function openEventStream(
 ): Promise<QueueEventStream> {
   requireProjectAccess(user, req.project_id, 'read');
   if (req.queue_id !== undefined) await liveQueue(db, req.project_id, req.queue_id);
-  const giveBack = slots.take(user.keyId);
+  const giveBack = slots.take(user.keyId, { keyId: user.keyId, projectId: req.project_id, fail: (error) => stream.fail(error) });
   let unsubscribe = () => {};
   const onAbort = () => stream.end();
   // A stream outlives the check of its credentials: it is renewed (the client reconnects and is
-  // authenticated again), so a revoked key or a lost membership stops receiving within this time.
+  // authenticated again). A revoked key or a lost membership ends it sooner, at the periodic check
+  // of every open stream's access (events/stream-access-check.ts).
   const expiry = setTimeout(() => stream.end('expired'), maxLifeMs);
   const stream = new QueueEventStream(() => {
     clearTimeout(expiry);

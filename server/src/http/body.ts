@@ -1,8 +1,9 @@
 import type { NextFunction, Request, Response } from 'express';
-import { refusalOf } from '../api/request-admission.ts';
+import onHeaders from 'on-headers';
+import { admittedUser, refusalOf } from '../api/request-admission.ts';
 import { BodyBudget } from './body-budget.ts';
 import { leaveBodyUnread, sendError } from './errors.ts';
-import { bodyWeight, measureJson, provisionalWeight } from './json-shape.ts';
+import { bodyWeight, JsonMeter, type JsonShape } from './json-shape.ts';
 import { carriesBody } from './request-kind.ts';
 
 export type BodyLimits = {
@@ -12,10 +13,18 @@ export type BodyLimits = {
   maxDepth: number;
   /** The weight (bodyWeight) of all bodies being read or handled at once; one body's most, too. */
   budget: number;
+  /** The weight one API key, and one client address, may hold at once (their oldest body may grow up to `budget` less this). */
+  share: number;
   /** How long a body may wait for room in the budget before 503. */
   waitMs: number;
+  /** The slowest a body may arrive, in bytes per second, judged over each window of RATE_WINDOW_MS (408 below). */
+  minRate: number;
+  /** The longest a body may take to arrive (408 after). */
+  timeoutMs: number;
 };
 
+/** The stretch over which a body's rate is judged; the first one is the grace a body starts with. */
+export const RATE_WINDOW_MS = 5_000;
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 /** The text each JSON body was parsed from (see `bodyText`). */
@@ -33,37 +42,27 @@ const UNIT = 64 * 1024;
 /**
  * Reads a JSON request body, after the request was admitted (route known, credentials checked),
  * with bounded cost: no compressed bodies (an inflated body has no size a client declared);
- * at most `maxBytes`; strict UTF-8; at most `maxDepth` levels; and the heap it will take
- * (its weight) held within a budget shared by every request in flight until its response is
- * done — a request that finds no room within `waitMs` is answered 503 with Retry-After.
+ * at most `maxBytes`; strict UTF-8; at most `maxDepth` levels; within a time limit and above a
+ * minimum rate (408); and the heap it will take (its weight) held within a budget shared by every
+ * request in flight.
+ *
+ * The budget is taken for bytes received, not declared: a body holds one unit to start and grows
+ * its hold to the weight of the bytes arrived so far (json-shape.ts bodyWeight), so a client that
+ * declares a large body and sends nothing holds almost nothing, and a body that outweighs the whole
+ * budget is refused (413) as soon as it does. A body that finds no room within `waitMs`
+ * is answered 503 with Retry-After. The weight covers the text, the parsed value, its validated
+ * copy and what the handler builds from them: it is held while the request is handled, and given
+ * back when its answer begins (headers written) or the client goes away, so an event stream opened
+ * with a body holds nothing once it streams.
  */
 export function jsonBodyReader(limits: BodyLimits) {
   // Counted in units of 64 KiB; a small body holds one unit.
-  const budget = new BodyBudget(Math.max(1, Math.floor(limits.budget / UNIT)));
+  const budget = new BodyBudget(Math.max(1, Math.floor(limits.budget / UNIT)), Math.max(1, Math.floor(limits.share / UNIT)));
 
   /** The budget's units a weight in bytes takes. */
-  const unitsOf = (weight: number) => Math.min(Math.ceil(weight / UNIT), budget.size);
-
-  /**
-   * Holds `wanted` units until the response is done: true at once when there is room, else a
-   * promise of whether they came in time. Units granted after the client went away go back.
-   */
-  const reserve = (res: Response, wanted: number, ahead = false): boolean | Promise<boolean> => {
-    if (wanted <= 0) return true;
-    let held = false;
-    let closed = false;
-    res.once('close', () => {
-      closed = true;
-      if (held) budget.give(wanted);
-    });
-    const hold = (taken: boolean) => {
-      if (taken && closed) budget.give(wanted);
-      held = taken && !closed;
-      return held;
-    };
-    const taken = budget.take(wanted, limits.waitMs, ahead);
-    return typeof taken === 'boolean' ? hold(taken) : taken.then(hold);
-  };
+  const unitsOf = (weight: number) => Math.max(1, Math.ceil(weight / UNIT));
+  /** The heaviest body that can be held: the budget less one share, so that others always have one. */
+  const heaviest = budget.largest * UNIT;
 
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     if (!carriesBody(req.method)) return next();
@@ -85,31 +84,54 @@ export function jsonBodyReader(limits: BodyLimits) {
     }
     const declared = req.headers['content-length'] === undefined ? undefined : Number(req.headers['content-length']);
     if (declared !== undefined && declared > limits.maxBytes) return refuse(413, 'PAYLOAD_TOO_LARGE', tooLargeReason(limits.maxBytes));
-    // Room for what the bytes will cost first: a body without a declared length may be as long as the limit.
-    let held = unitsOf(provisionalWeight(declared ?? limits.maxBytes));
-    const room = reserve(res, held);
-    if (room !== true && !(await room)) return refuse(503, 'SERVICE_UNAVAILABLE', BUSY_REASON, { 'Retry-After': '1' });
 
-    const bytes = await readBytes(req, declared, limits.maxBytes);
-    if (bytes === 'too large') return refuse(413, 'PAYLOAD_TOO_LARGE', tooLargeReason(limits.maxBytes));
-    if (bytes === 'aborted') return refuse(400, 'BAD_REQUEST', 'The request body was not received completely.');
+    const user = admittedUser(req);
+    const accounts = [`address ${req.ip ?? req.socket.remoteAddress ?? 'unknown'}`];
+    if (user) accounts.push(`key ${user.keyId}`);
+    const hold = budget.hold(accounts);
+    res.once('close', () => hold.release());
+    onHeaders(res, () => hold.release());
+    // A body cut short for its pace leaves bytes unread on the connection: it is closed after the answer.
+    const cut = (status: number, code: string, reason: string, headers: Record<string, string> = {}) => {
+      hold.release();
+      sendError(req, res, status, code, reason, { ...headers, Connection: 'close' });
+    };
+    // One refused for what it weighs, or for want of room, is drained (its bytes are dropped as
+    // they come, within its declared length), so that a client that sends it all reads the answer.
+    const drain = (status: number, code: string, reason: string, headers: Record<string, string> = {}) => {
+      hold.release();
+      if (declared === undefined) return cut(status, code, reason, headers);
+      req.resume();
+      sendError(req, res, status, code, reason, headers);
+    };
+    // A body waits for room at most `waitMs` in all, however many times it has to.
+    let waitLeft = limits.waitMs;
+    const room = (weight: number): boolean | Promise<boolean> => {
+      const granted = hold.growTo(unitsOf(weight), waitLeft);
+      if (typeof granted === 'boolean') return granted;
+      const since = Date.now();
+      return granted.then((ok) => {
+        waitLeft = Math.max(0, waitLeft - (Date.now() - since));
+        return ok;
+      });
+    };
+    const first = room(0);
+    if (first !== true && !(await first)) return refuse(503, 'SERVICE_UNAVAILABLE', BUSY_REASON, { 'Retry-After': '1' });
+
+    const meter = new JsonMeter(limits.maxDepth);
+    const bytes = await receive(req, declared, limits, heaviest, meter, room);
+    if (bytes === 'too large') return cut(413, 'PAYLOAD_TOO_LARGE', tooLargeReason(limits.maxBytes));
+    if (bytes === 'too heavy') return drain(413, 'PAYLOAD_TOO_LARGE', tooHeavyReason(meter.shape()));
+    if (bytes === 'busy') return drain(503, 'SERVICE_UNAVAILABLE', BUSY_REASON, { 'Retry-After': '1' });
+    if (bytes === 'too slow') {
+      return cut(408, 'REQUEST_TIMEOUT', `The request body arrived slower than the server accepts (${limits.minRate} bytes per second over ${RATE_WINDOW_MS / 1000} s).`);
+    }
+    if (bytes === 'timed out') return cut(408, 'REQUEST_TIMEOUT', `The request body did not arrive within ${limits.timeoutMs / 1000} s.`);
+    if (bytes === 'aborted') return cut(400, 'BAD_REQUEST', 'The request body was not received completely.');
+    if (bytes === 'too deep') return drain(400, 'BAD_REQUEST', tooDeepReason(limits.maxDepth));
     if (bytes.length === 0) {
       req.body = {};
       return next();
-    }
-    const shape = measureJson(bytes, limits.maxDepth);
-    if (shape.depth > limits.maxDepth) {
-      return sendError(req, res, 400, 'BAD_REQUEST', `The request body nests objects and arrays deeper than ${limits.maxDepth} levels.`);
-    }
-    const weight = bodyWeight(bytes.length, shape);
-    if (weight > limits.budget) {
-      return sendError(req, res, 413, 'PAYLOAD_TOO_LARGE', `The request body (${bytes.length} bytes, ${shape.containers} objects and arrays, ${shape.separators + 1} values) would take more memory than one request may hold. Split it.`);
-    }
-    if (unitsOf(weight) > held) {
-      // Ahead of bodies waiting to be read: this one already holds most of its share.
-      const more = reserve(res, unitsOf(weight) - held, true);
-      if (more !== true && !(await more)) return sendError(req, res, 503, 'SERVICE_UNAVAILABLE', BUSY_REASON, { 'Retry-After': '1' });
-      held = unitsOf(weight);
     }
     let text: string;
     try {
@@ -140,33 +162,102 @@ function malformedJsonReason(detail: string): string {
 
 const BUSY_REASON = 'The server is handling as many large requests as it can hold; retry shortly.';
 
+function tooHeavyReason(shape: JsonShape): string {
+  return `The request body (${shape.containers} objects and arrays, ${shape.separators + 1} values so far) would take more memory than one request may hold. Split it.`;
+}
+
+function tooDeepReason(maxDepth: number): string {
+  return `The request body nests objects and arrays deeper than ${maxDepth} levels.`;
+}
+
 function tooLargeReason(maxBytes: number): string {
   return `The request body is larger than the server accepts (${maxBytes} bytes).`;
 }
 
-/** The whole body as one buffer, or why not. A declared length is read into place (no copies). */
-function readBytes(req: Request, declared: number | undefined, maxBytes: number): Promise<Buffer | 'too large' | 'aborted'> {
+type Received = Buffer | 'too large' | 'too heavy' | 'too deep' | 'aborted' | 'busy' | 'too slow' | 'timed out';
+
+/**
+ * The whole body as one buffer, or why not. Each chunk is measured (`meter`) as it comes, and
+ * `room(weight)` must hold budget for the weight received so far: while it waits, reading pauses
+ * (TCP holds the client back) and the rate is not judged. Each window of RATE_WINDOW_MS must bring
+ * `minRate` bytes per second of the body, or what was left of it; and all of it must come within
+ * `timeoutMs`. Past `heaviest` (the most one body may hold), the rest is not read.
+ */
+function receive(
+  req: Request,
+  declared: number | undefined,
+  limits: BodyLimits,
+  heaviest: number,
+  meter: JsonMeter,
+  room: (weight: number) => boolean | Promise<boolean>,
+): Promise<Received> {
   return new Promise((resolve) => {
-    const into = declared !== undefined && declared > 0 ? Buffer.allocUnsafe(declared) : undefined;
+    const bound = declared ?? limits.maxBytes;
+    // A body of a declared length is copied into one buffer of that length once a sixteenth of it
+    // has come (a client that declares much and sends little makes the server allocate little;
+    // chunks kept until the end would hold their memory twice, and scattered); until then, and
+    // without a declared length, its chunks are kept as they came.
+    let into: Buffer | undefined;
     const chunks: Buffer[] = [];
     let received = 0;
-    const finish = (result: Buffer | 'too large' | 'aborted') => {
+    let done = false;
+    let windowStart = 0;
+    let receivedAtWindowStart = 0;
+    let rateTimer: NodeJS.Timeout | undefined;
+    const finish = (result: Received) => {
+      if (done) return;
+      done = true;
+      clearTimeout(rateTimer);
+      clearTimeout(deadline);
       req.off('data', onData).off('end', onEnd).off('aborted', onAborted).off('error', onAborted).off('close', onAborted);
       if (typeof result === 'string') req.pause();
       resolve(result);
     };
+    const startWindow = () => {
+      windowStart = Date.now();
+      receivedAtWindowStart = received;
+      clearTimeout(rateTimer);
+      rateTimer = setTimeout(judgeRate, RATE_WINDOW_MS);
+    };
+    const judgeRate = () => {
+      const wanted = Math.min((limits.minRate * (Date.now() - windowStart)) / 1000, bound - receivedAtWindowStart);
+      if (received - receivedAtWindowStart < wanted) finish('too slow');
+      else startWindow();
+    };
+    const deadline = setTimeout(() => finish('timed out'), limits.timeoutMs);
     const onData = (chunk: Buffer) => {
-      if (received + chunk.length > (declared ?? maxBytes)) return finish('too large');
+      if (received + chunk.length > bound) return finish('too large');
+      if (!meter.write(chunk)) return finish('too deep');
       if (into) chunk.copy(into, received);
       else chunks.push(chunk);
       received += chunk.length;
+      if (!into && declared !== undefined && received * 16 >= declared && received < declared) {
+        into = Buffer.allocUnsafe(declared);
+        let at = 0;
+        for (const kept of chunks) at += kept.copy(into, at);
+        chunks.length = 0;
+      }
+      const weight = bodyWeight(received, meter.shape());
+      if (weight > heaviest) return finish('too heavy');
+      const granted = room(weight);
+      if (granted === true) return;
+      if (granted === false) return finish('busy');
+      req.pause();
+      clearTimeout(rateTimer);
+      void granted.then((ok) => {
+        if (done) return;
+        if (!ok) return finish('busy');
+        startWindow();
+        req.resume();
+      });
     };
     const onEnd = () => {
-      if (into) return finish(received === into.length ? into : 'aborted');
-      finish(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received));
+      if (declared !== undefined && received !== declared) return finish('aborted');
+      finish(into ?? (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received)));
     };
     const onAborted = () => finish('aborted');
     // A client that goes away mid-body ends the read with 'aborted', 'error' or at least 'close'.
     req.on('data', onData).on('end', onEnd).on('aborted', onAborted).on('error', onAborted).on('close', onAborted);
+    startWindow();
   });
 }

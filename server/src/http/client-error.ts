@@ -12,6 +12,8 @@ const ANSWERS: Record<string, { status: number; code: string; reason: string }> 
     reason: 'The request headers are larger than the server accepts (16 KiB in all).',
   },
   HPE_REQUEST_TIMEOUT: { status: 408, code: 'REQUEST_TIMEOUT', reason: 'The request was not received in time.' },
+  // Node's headersTimeout and requestTimeout (a connection that sent no complete request in time).
+  ERR_HTTP_REQUEST_TIMEOUT: { status: 408, code: 'REQUEST_TIMEOUT', reason: 'The request was not received in time.' },
 };
 const MALFORMED = { status: 400, code: 'BAD_REQUEST', reason: 'The request is not valid HTTP/1.1.' };
 

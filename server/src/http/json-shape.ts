@@ -25,42 +25,96 @@ export type JsonShape = {
  * as far as it goes; JSON.parse reports it afterwards.
  */
 export function measureJson(bytes: Uint8Array, maxDepth: number): JsonShape {
-  let depth = 0;
-  let deepest = 0;
-  let containers = 0;
-  let separators = 0;
-  const length = bytes.length;
-  for (let i = 0; i < length; i++) {
-    const byte = bytes[i];
-    if (byte === QUOTE) {
-      i = endOfString(bytes, i + 1);
-    } else if (byte === OPEN_OBJECT || byte === OPEN_ARRAY) {
-      containers++;
-      if (++depth > deepest) {
-        deepest = depth;
-        if (deepest > maxDepth) break;
-      }
-    } else if (byte === CLOSE_OBJECT || byte === CLOSE_ARRAY) {
-      depth--;
-    } else if (byte === COMMA) {
-      separators++;
-    }
-  }
-  return { depth: deepest, containers, separators };
+  const meter = new JsonMeter(maxDepth);
+  meter.write(bytes);
+  return meter.shape();
 }
 
-/** The index of the quote that closes a string whose content starts at `from` (or the end). */
-function endOfString(bytes: Uint8Array, from: number): number {
-  let at = from;
-  for (;;) {
-    const quote = bytes.indexOf(QUOTE, at);
-    if (quote < 0) return bytes.length;
-    // The quote is escaped when an odd number of backslashes precede it.
-    let backslashes = 0;
-    for (let j = quote - 1; j >= from && bytes[j] === BACKSLASH; j--) backslashes++;
-    if (backslashes % 2 === 0) return quote;
-    at = quote + 1;
+/**
+ * The same measure taken chunk by chunk as a body arrives, so that the pass over a large body is
+ * spread over its chunks instead of holding the event loop for all of it at once.
+ */
+export class JsonMeter {
+  readonly #maxDepth: number;
+  #depth = 0;
+  #deepest = 0;
+  #containers = 0;
+  #separators = 0;
+  #inString = false;
+  #escaped = false;
+
+  constructor(maxDepth: number) {
+    this.#maxDepth = maxDepth;
   }
+
+  /** Measures the next chunk of the text; false once past the depth bound (the rest need not come). */
+  write(bytes: Uint8Array): boolean {
+    if (this.#deepest > this.#maxDepth) return false;
+    // Locals in the loop, fields between chunks.
+    let depth = this.#depth;
+    let deepest = this.#deepest;
+    let containers = this.#containers;
+    let separators = this.#separators;
+    let inString = this.#inString;
+    let escaped = this.#escaped;
+    const length = bytes.length;
+    for (let i = 0; i < length; i++) {
+      if (inString) {
+        // Jump to the next quote; it closes the string unless an odd number of backslashes
+        // precede it (a run from an earlier chunk is carried in `escaped`).
+        const quote = bytes.indexOf(QUOTE, i);
+        if (quote < 0) {
+          escaped = oddBackslashesBefore(bytes, i, length, escaped);
+          break;
+        }
+        if (!oddBackslashesBefore(bytes, i, quote, escaped)) inString = false;
+        escaped = false;
+        i = quote;
+        continue;
+      }
+      const byte = bytes[i];
+      if (byte === QUOTE) {
+        inString = true;
+        escaped = false;
+      } else if (byte === OPEN_OBJECT || byte === OPEN_ARRAY) {
+        containers++;
+        if (++depth > deepest) {
+          deepest = depth;
+          if (deepest > this.#maxDepth) break;
+        }
+      } else if (byte === CLOSE_OBJECT || byte === CLOSE_ARRAY) {
+        depth--;
+      } else if (byte === COMMA) {
+        separators++;
+      }
+    }
+    this.#depth = depth;
+    this.#deepest = deepest;
+    this.#containers = containers;
+    this.#separators = separators;
+    this.#inString = inString;
+    this.#escaped = escaped;
+    return deepest <= this.#maxDepth;
+  }
+
+  shape(): JsonShape {
+    return { depth: this.#deepest, containers: this.#containers, separators: this.#separators };
+  }
+}
+
+/**
+ * Whether the bytes before `end` (from `from` on) end in an odd run of backslashes, counting a
+ * run that continues from before `from` (`escapedBefore`: that run was odd).
+ */
+function oddBackslashesBefore(bytes: Uint8Array, from: number, end: number, escapedBefore: boolean): boolean {
+  let count = 0;
+  let j = end - 1;
+  while (j >= from && bytes[j] === BACKSLASH) {
+    count++;
+    j--;
+  }
+  const odd = count % 2 === 1;
+  return j < from ? odd !== escapedBefore : odd;
 }
 
 /**
@@ -72,9 +126,4 @@ function endOfString(bytes: Uint8Array, from: number): number {
  */
 export function bodyWeight(byteLength: number, shape: JsonShape): number {
   return 4 * byteLength + 160 * shape.containers + 32 * shape.separators;
-}
-
-/** The weight to hold for a body of a declared length before its shape is known. */
-export function provisionalWeight(byteLength: number): number {
-  return 4 * byteLength;
 }

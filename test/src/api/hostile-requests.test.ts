@@ -137,8 +137,9 @@ describeEachBackend('hostile requests', (backend) => {
   });
 
   it('answers 503 with Retry-After while the body budget is held by others, then serves the retry', async () => {
-    // One member's body is being received slowly and holds the budget (1 MiB): 200 KB declared
-    // weighs 800 KB. A second body of the same size finds no room within 300 ms.
+    // One member's body is being received slowly and holds the budget (1 MiB) for the bytes it
+    // has sent: 190 KB of 200 KB weigh 760 KB. A second body of the same size finds no room
+    // within 300 ms.
     const size = 200_000;
     const body = (id: string) => JSON.stringify({ batch: [call(projectId, id, { inputs: { text: 'x'.repeat(size - 200) } })] }).padEnd(size, ' ');
     const slowBody = body('slow-call');
@@ -151,7 +152,7 @@ describeEachBackend('hostile requests', (backend) => {
     slow.setEncoding('utf8').on('data', (chunk: string) => (slowAnswer += chunk));
     const slowClosed = new Promise((resolve) => slow.once('close', resolve));
     await new Promise((resolve) => slow.once('connect', resolve));
-    slow.write(slowHead + slowBody.slice(0, 1000));
+    slow.write(slowHead + slowBody.slice(0, 190_000));
     await new Promise((resolve) => setTimeout(resolve, 150)); // admitted, reading
 
     const other = body('other-call');
@@ -159,7 +160,7 @@ describeEachBackend('hostile requests', (backend) => {
     expectError(busy, 503, 'SERVICE_UNAVAILABLE');
     expect(busy.headers.get('retry-after')).toBe('1');
 
-    slow.write(slowBody.slice(1000)); // the server closes the connection after its answer
+    slow.write(slowBody.slice(190_000)); // the server closes the connection after its answer
     await slowClosed;
     expect(slowAnswer).toMatch(/^HTTP\/1\.1 200 /);
     const retry = await rest(server, 'POST', '/calls/batch/create', { key: member.api_key, raw: other, headers: { 'content-type': 'application/json' } });
@@ -252,5 +253,71 @@ describeEachBackend('hostile requests', (backend) => {
       }
       expect((await page(genuine)).status, path).toBe(200);
     }
+  });
+});
+
+describeEachBackend('hostile request bodies: rate and time limits', (backend) => {
+  let server: TestServer;
+  let member: CreatedKeyForTest;
+  const projectId = 'acme/slow';
+  const RATE_WINDOW_MS = 5_000; // http/body.ts RATE_WINDOW_MS
+  const TIMEOUT_MS = 7_000;
+  const MIN_RATE = 2_000; // bytes per second: 10 KB per window
+
+  beforeAll(async () => {
+    server = await startTestServer(backend, { LOUPE_BODY_TIMEOUT_MS: String(TIMEOUT_MS), LOUPE_BODY_MIN_RATE_BYTES_PER_S: String(MIN_RATE) });
+    member = await createUser(server, { entity: 'acme', role: 'member' });
+  });
+  afterAll(() => server?.stop());
+
+  /** Sends a 20 KB call batch `bytesPerTick` bytes every 100 ms; resolves with the answer and when it came. */
+  function trickle(id: string, bytesPerTick: number): Promise<{ answer: string; afterMs: number }> {
+    const body = Buffer.from(JSON.stringify({ batch: [call(projectId, id, { inputs: { text: 'x'.repeat(20_000) } })] }));
+    const { port } = new URL(server.url);
+    return new Promise((resolve) => {
+      const socket = connect(Number(port), '127.0.0.1');
+      const started = Date.now();
+      let answer = '';
+      let sent = 0;
+      let ticker: NodeJS.Timeout | undefined;
+      socket.setEncoding('utf8').on('data', (chunk: string) => (answer += chunk));
+      socket.on('error', () => undefined);
+      socket.once('close', () => {
+        clearInterval(ticker);
+        resolve({ answer, afterMs: Date.now() - started });
+      });
+      socket.once('connect', () => {
+        socket.write(`POST /calls/batch/create HTTP/1.1\r\nHost: x\r\nAuthorization: ${basic(member.api_key)}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
+        ticker = setInterval(() => {
+          if (sent < body.length && answer === '') socket.write(body.subarray(sent, (sent += bytesPerTick)));
+        }, 100);
+      });
+    });
+  }
+
+  it('cuts a body slower than the minimum rate, and one that takes longer than the time limit, with 408, storing nothing; a write after them is served', async () => {
+    const [slow, late] = await Promise.all([
+      trickle('too-slow', 50), // 500 bytes/s: cut after the first window
+      trickle('too-late', 250), // 2,500 bytes/s passes each window, but 20 KB would take 8 s
+    ]);
+    const parse = (answer: string) => ({ status: Number(answer.slice(9, 12)), head: answer.slice(0, answer.indexOf('\r\n\r\n')), body: JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)) });
+    const tooSlow = parse(slow.answer);
+    expect(tooSlow.status).toBe(408);
+    expect(tooSlow.head).toMatch(/\r\nConnection: close/i);
+    expect(tooSlow.body).toMatchObject({ code: 'REQUEST_TIMEOUT', reason: `The request body arrived slower than the server accepts (${MIN_RATE} bytes per second over 5 s).` });
+    expect(tooSlow.body.request_id).toEqual(expect.any(String));
+    expect(slow.afterMs).toBeGreaterThanOrEqual(RATE_WINDOW_MS - 100);
+    expect(slow.afterMs).toBeLessThan(TIMEOUT_MS);
+    const tooLate = parse(late.answer);
+    expect(tooLate.status).toBe(408);
+    expect(tooLate.body).toMatchObject({ code: 'REQUEST_TIMEOUT', reason: `The request body did not arrive within ${TIMEOUT_MS / 1000} s.` });
+    expect(late.afterMs).toBeGreaterThanOrEqual(TIMEOUT_MS - 100);
+    expect(late.afterMs).toBeLessThan(TIMEOUT_MS + 1_500);
+
+    const stored = await rest(server, 'POST', '/calls/query', { key: member.api_key, body: { project_id: projectId, filter: { call_ids: ['too-slow', 'too-late'] } } });
+    expect(stored.status).toBe(200);
+    expect(stored.body.calls).toEqual([]);
+    const served = await rest(server, 'POST', '/calls/batch/create', { key: member.api_key, body: { batch: [call(projectId, 'in-time')] } });
+    expect(served.status, served.text).toBe(200);
   });
 });

@@ -1,4 +1,4 @@
-import { revokeKey, unitOfWork } from '@loupe/server';
+import { revokeKey, sqlRun, unitOfWork } from '@loupe/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeEachBackend } from '../harness/backends.ts';
 import { basic, client, createUser, rest, type CreatedKeyForTest } from '../harness/http.ts';
@@ -275,12 +275,75 @@ describeEachBackend('live queue event renewal', (backend) => {
   });
 });
 
+describeEachBackend('live queue event access re-check', (backend) => {
+  let server: TestServer;
+  let owner: CreatedKeyForTest;
+  let queueId: string;
+  const projectId = 'acme/recheck';
+  // The default re-check interval (LOUPE_EVENT_STREAM_RECHECK_MS, 5 s) and a renewal far away:
+  // only the re-check can end these streams in time.
+  const ENDED_WITHIN_MS = 10_000;
+
+  beforeAll(async () => {
+    server = await startTestServer(backend, { LOUPE_EVENT_STREAM_MAX_LIFE_MS: '600000' });
+    owner = await createUser(server, { entity: 'acme', role: 'member' });
+    queueId = await createQueue(server, owner.api_key, projectId);
+  });
+  afterAll(async () => server?.stop());
+
+  it('ends the streams of a revoked key within 10 s with 401, and leaves the others open', async () => {
+    const doomed = await createUser(server, { entity: 'acme', role: 'viewer' });
+    const queueStream = recordEvents(client(server, doomed.api_key), { project_id: projectId, queue_id: queueId });
+    const projectStream = recordEvents(client(server, doomed.api_key), { project_id: projectId });
+    const bystander = recordEvents(client(server, owner.api_key), { project_id: projectId, queue_id: queueId });
+    await Promise.all([queueStream.started, projectStream.started, bystander.started]);
+    try {
+      const revokedAt = Date.now();
+      await revokeKey(unitOfWork(server.server.services.orm), doomed.key_id);
+      for (const stream of [queueStream, projectStream]) {
+        const refused = await stream.failure(ENDED_WITHIN_MS);
+        expect(refused.data?.httpStatus).toBe(401);
+        expect((refused.shape as { reason: string }).reason).toMatch(/revoked/);
+      }
+      expect(Date.now() - revokedAt).toBeLessThan(ENDED_WITHIN_MS);
+      await eventually(() => server.server.services.eventStreams.open, 1);
+      // The other key's stream still delivers.
+      const from = bystander.events.length;
+      const put = await rest(server, 'PUT', `/annotation_queues/${queueId}`, { key: owner.api_key, body: { project_id: projectId, description: 'after revocation' } });
+      expect(put.status).toBe(200);
+      await bystander.next((e) => e.type === 'queue_updated', from);
+      expect(bystander.error()).toBeUndefined();
+    } finally {
+      for (const stream of [queueStream, projectStream, bystander]) stream.stop();
+    }
+    await eventually(() => server.server.services.eventStreams.open, 0);
+  });
+
+  it('ends the streams of a user who lost the membership within 10 s with 403', async () => {
+    const leaver = await createUser(server, { entity: 'acme', role: 'viewer' });
+    const stream = recordEvents(client(server, leaver.api_key), { project_id: projectId, queue_id: queueId });
+    await stream.started;
+    try {
+      const removedAt = Date.now();
+      await sqlRun(server.server.services.orm.em, 'delete from memberships where user_id = ? and entity = ?', [leaver.user_id, 'acme']);
+      const refused = await stream.failure(ENDED_WITHIN_MS);
+      expect(Date.now() - removedAt).toBeLessThan(ENDED_WITHIN_MS);
+      expect(refused.data?.httpStatus).toBe(403);
+      expect((refused.shape as { reason: string }).reason).toMatch(/not a member of entity "acme"/);
+      await eventually(() => server.server.services.eventStreams.open, 0);
+    } finally {
+      stream.stop();
+    }
+  });
+});
+
 describe('live queue event settings', () => {
   it('are validated at start-up', async () => {
     const { loadConfig } = await import('@loupe/server');
     expect(() => loadConfig({ LOUPE_EVENT_STREAMS_PER_KEY: '0' })).toThrow(/LOUPE_EVENT_STREAMS_PER_KEY/);
     expect(() => loadConfig({ LOUPE_EVENT_STREAMS_PER_PROCESS: 'many' })).toThrow(/LOUPE_EVENT_STREAMS_PER_PROCESS/);
     expect(() => loadConfig({ LOUPE_EVENT_STREAM_MAX_LIFE_MS: '10' })).toThrow(/LOUPE_EVENT_STREAM_MAX_LIFE_MS/);
-    expect(loadConfig({}).eventStreams).toEqual({ perKey: 20, perProcess: 2000, maxLifeMs: 300_000 });
+    expect(() => loadConfig({ LOUPE_EVENT_STREAM_RECHECK_MS: '0' })).toThrow(/LOUPE_EVENT_STREAM_RECHECK_MS/);
+    expect(loadConfig({}).eventStreams).toEqual({ perKey: 20, perProcess: 2000, maxLifeMs: 300_000, recheckMs: 5_000 });
   });
 });

@@ -41,6 +41,8 @@ export type ChildServerOptions = {
    * neither parses nor throttles its writes); `logs` then holds only what was read to find the url.
    */
   logFile?: string;
+  /** The open-file limit (`ulimit -n`) the server runs under, set by a shell that then execs it. */
+  fileLimit?: number;
 };
 
 /** Log levels at which the server does not write its "loupe listening" line. */
@@ -56,7 +58,9 @@ export async function startChildServer(options: ChildServerOptions): Promise<Chi
   const quiet = QUIET_LEVELS.has(env.LOUPE_LOG_LEVEL ?? 'info');
   if (quiet) env.PORT = String(await freePort());
   const fd = options.logFile ? openSync(options.logFile, 'w') : undefined;
-  const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, SERVER_ENTRY], { cwd: REPO_ROOT, env, stdio: ['ignore', fd ?? 'pipe', 'pipe'] });
+  const command = [process.execPath, ...SERVER_NODE_FLAGS, SERVER_ENTRY];
+  const [file, ...args] = options.fileLimit === undefined ? command : ['bash', '-c', `ulimit -n ${options.fileLimit} && exec "$@"`, 'bash', ...command];
+  const child = spawn(file!, args, { cwd: REPO_ROOT, env, stdio: ['ignore', fd ?? 'pipe', 'pipe'] });
   if (fd !== undefined) closeSync(fd); // the child holds its own copy
   const logs: LogLine[] = [];
   let errText = '';

@@ -1,0 +1,68 @@
+import type { Role } from '@loupe/shared';
+import { sqlRows, type SqlScope } from '../db/sql.ts';
+import { requireProjectAccess } from '../domain/access.ts';
+import { DomainError } from '../domain/errors.ts';
+import type { Logger } from '../log.ts';
+import type { StreamSlots } from './stream-slots.ts';
+
+/** Keys looked up per statement: far below every driver's parameter limit. */
+const KEYS_PER_QUERY = 500;
+
+type Row = { key_id: string; entity: string | null; role: Role | null };
+
+/**
+ * Checks every `everyMs` that each open event stream's key is still live and still may read its
+ * project, and ends those that may not with the refusal a new request would get (401, 403): a
+ * stream is authenticated when it opens, and without this would go on delivering until its
+ * renewal. One check at a time; its cost is one query per 500 distinct keys of the open streams
+ * (at most LOUPE_EVENT_STREAMS_PER_PROCESS). Returns what stops the checks.
+ */
+export function checkStreamAccessPeriodically(db: SqlScope, slots: StreamSlots, everyMs: number, log: Logger): () => void {
+  let running = false;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = true;
+    checkStreamAccess(db, slots)
+      .catch((error: unknown) => log.warn({ err: error }, 'event stream access check failed; streams go on until the next check'))
+      .finally(() => (running = false));
+  }, everyMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}
+
+/** One check of every open stream; resolves with how many it ended. */
+export async function checkStreamAccess(db: SqlScope, slots: StreamSlots): Promise<number> {
+  const streams = slots.streams();
+  if (streams.length === 0) return 0;
+  const keyIds = [...new Set(streams.map((stream) => stream.keyId))];
+  // Live keys only, with their user's roles by entity.
+  const roles = new Map<string, Map<string, Role>>();
+  for (let i = 0; i < keyIds.length; i += KEYS_PER_QUERY) {
+    const chunk = keyIds.slice(i, i + KEYS_PER_QUERY);
+    const rows = await sqlRows<Row>(
+      db,
+      `select k.id as key_id, m.entity, m.role
+         from api_keys k
+         left join memberships m on m.user_id = k.user_id
+        where k.revoked_at is null and k.id in (${chunk.map(() => '?').join(', ')})`,
+      chunk,
+    );
+    for (const row of rows) {
+      const byEntity = roles.get(row.key_id) ?? new Map<string, Role>();
+      roles.set(row.key_id, byEntity);
+      if (row.entity && row.role) byEntity.set(row.entity, row.role);
+    }
+  }
+  let ended = 0;
+  for (const stream of streams) {
+    const byEntity = roles.get(stream.keyId);
+    try {
+      if (!byEntity) throw new DomainError('unauthenticated', 'The API key of this event stream was revoked.');
+      requireProjectAccess({ id: '', username: '', keyId: stream.keyId, roles: byEntity }, stream.projectId, 'read');
+    } catch (error) {
+      stream.fail(error as DomainError);
+      ended++;
+    }
+  }
+  return ended;
+}
