@@ -84,12 +84,12 @@ describeEachBackend('hostile agreement requests', (backend) => {
     expect(reply.body.reason).toBe(`scorer_refs[1] repeats scorer_refs[0] (${specs[0]!.ref}).`);
   });
 
-  it('/health answers within 1 s throughout the heaviest agreement the API accepts: every spec at the ratio level', async () => {
-    const levels = Object.fromEntries(specs.map((spec) => [spec.ref, 'ratio']));
-    const { reply, worstHealthMs, checks } = await healthWhile(agreement({ scorer_refs: specs.map((s) => s.ref), levels }));
+  it('/health answers within 1 s throughout the heaviest agreement the API accepts: every scorer of the queue at the ratio level', async () => {
+    const levels = Object.fromEntries([...specs, note].map((spec) => [spec.ref, 'ratio']));
+    const { reply, worstHealthMs, checks } = await healthWhile(agreement({ levels }));
     expect(reply.status, reply.text).toBe(200);
-    expect(reply.body.agreement).toHaveLength(SPECS);
-    for (const result of reply.body.agreement) {
+    expect(reply.body.agreement).toHaveLength(SPECS + 1);
+    for (const result of reply.body.agreement.slice(0, SPECS)) {
       expect(result).toMatchObject({ level: 'ratio', items_rated: ITEMS, items_pairable: ITEMS, values: ITEMS * ANNOTATORS, reason: null });
       expect(result.alpha).toBeGreaterThan(0.99);
     }
@@ -127,5 +127,45 @@ describeEachBackend('hostile agreement requests', (backend) => {
     expect(reply.body.reason).toContain('65,536');
     // The other specs still answer.
     expect((await agreement({ scorer_refs: [specs[0]!.ref] })).status).toBe(200);
+  });
+});
+
+describeEachBackend('agreement past its time limit', (backend) => {
+  let server: TestServer;
+  let viewer: CreatedKeyForTest;
+  const projectId = 'acme/agreement-time-limit';
+  let queueId: string;
+
+  beforeAll(async () => {
+    // A limit that no request meets: a worker thread alone takes longer to start.
+    server = await startTestServer(backend, { LOUPE_AGREEMENT_TIMEOUT_MS: '1' });
+    const owner = await createUser(server, { entity: 'acme', role: 'member' });
+    viewer = await createUser(server, { entity: 'acme', role: 'viewer' });
+    const spec = await createSpec(server, owner.api_key, projectId, 'grade', { enum: ['x', 'y'] });
+    const callIds = await createCalls(server, owner.api_key, projectId, [{ id: 'c1' }, { id: 'c2' }]);
+    queueId = await createQueue(server, owner.api_key, projectId, { scorer_refs: [spec.ref] });
+    await addItems(server, owner.api_key, projectId, queueId, callIds);
+    const batch = callIds.map((callId) => ({
+      project_id: projectId,
+      svc_ref: callRefOf(projectId, callId),
+      feedback_type: 'svc.annotation.grade',
+      annotation_ref: spec.ref,
+      queue_id: queueId,
+      payload: { value: 'x' },
+    }));
+    expect((await batchCreate(server, owner.api_key, batch)).status).toBe(200);
+  });
+  afterAll(() => server?.stop());
+
+  it('answers 503 with Retry-After and a reason naming the limit, and the server goes on answering', async () => {
+    const reply = await rest(server, 'POST', `/annotation_queues/${queueId}/agreement`, { key: viewer.api_key, body: { project_id: projectId } });
+    expect(reply.status, reply.text).toBe(503);
+    expect(reply.headers.get('retry-after')).toEqual(expect.any(String));
+    expect(reply.body).toMatchObject({ code: 'SERVICE_UNAVAILABLE', request_id: expect.any(String) });
+    expect(reply.body.reason).toBe(
+      'The agreement took longer than its limit of 1 ms and was stopped; ask for fewer scorer_refs, or retry when the server is less busy.',
+    );
+    expect((await rest(server, 'GET', '/health')).status).toBe(200);
+    expect((await rest(server, 'POST', '/annotation_queues/stats', { key: viewer.api_key, body: { project_id: projectId, queue_ids: [queueId] } })).status).toBe(200);
   });
 });
