@@ -15,12 +15,12 @@ export const MAX_VALUE_CHARS = 65_536;
 export const MAX_VALUES = 250_000;
 /** JSON text of all those values together, at most. */
 export const MAX_VALUES_CHARS = 8 * 1024 * 1024;
-/** SQLite reads a record's value as it scans when its payload is this short; longer ones only if latest. */
+/** A record's value is read as the records are scanned when its payload is this short; a longer one only if latest. */
 const INLINE_PAYLOAD_BYTES = 4096;
 /** Ids per statement when the long values of the latest records are read. */
 const IDS_PER_READ = 500;
 /** Call ids per statement when PostgreSQL looks up the items of the latest records. */
-const CALLS_PER_READ = 1000;
+const CALLS_PER_READ = 5000;
 
 /**
  * `POST /annotation_queues/{queue_id}/agreement`: for each scorer spec of the queue (or each one
@@ -199,8 +199,8 @@ type ValuesScope = { projectId: string; queueId: string; specName: string; ref: 
 type RecordsSql = { prefix: string; callOf: (column: string) => string; where: string; params: unknown[] };
 
 /**
- * PostgreSQL keeps only the latest record per annotator and pair of refs (a window, in its own
- * process; the values are read for those records alone), at most MAX_VALUES + 1 of them; then the
+ * PostgreSQL keeps only the latest record per annotator and pair of refs (`distinct on`, sorted in
+ * its own process), at most MAX_VALUES + 1 of them; then the
  * live items of the calls they name, by the unique index (queue_id, call_id). Not one join: a
  * planner without statistics (a queue just filled) may read every item of the queue per record.
  */
@@ -209,18 +209,21 @@ async function latestOnPostgres(db: SqlScope, scope: ValuesScope, latest: Latest
   // Times as epoch milliseconds in a float8 (exact below 2^53): no Date per row. Annotation
   // payloads always hold a value (feedback-rules.ts): SQL NULL never stands for one.
   type Row = { svc_user_id: string; svc_call: string | null; ref_call: string | null; created_ms: number; id: string; chars: number; value: string | null };
-  const sql = `select r.svc_user_id, r.svc_call, r.ref_call, r.created_ms, r.id, length(t.value) as chars,
-                      case when length(t.value) <= ? then t.value end as value
-                 from (select f.id, f.svc_user_id, ${records.callOf('f.svc_ref')} as svc_call, ${records.callOf('f.call_ref')} as ref_call,
-                              (extract(epoch from f.created_at) * 1000)::float8 as created_ms,
-                              row_number() over (partition by f.svc_user_id, f.svc_ref, f.call_ref order by f.created_at desc, f.id desc) as rank
-                         from feedback f
-                        where ${records.where}) r
-                 join feedback v on v.id = r.id
-                 cross join lateral (select (v.payload -> 'value')::text as value) t
-                where r.rank = 1
-                limit ?`;
-  const rows = await beforeDeadline(sqlRows<Row>(db, sql, [MAX_VALUE_CHARS, records.prefix, records.prefix, ...records.params, MAX_VALUES + 1]), deadline);
+  // The sort compares bytes (collate "C"): it only groups. Short payloads' values are read as
+  // the records are scanned; a long one's by its id (a subquery per row, which the limit keeps
+  // apart), for the latest records alone, so the sort never carries a long value.
+  const sql = `select svc_user_id, svc_call, ref_call, created_ms, id, length(value) as chars, case when length(value) <= ? then value end as value
+                 from (select r.svc_user_id, r.svc_call, r.ref_call, r.created_ms, r.id,
+                              coalesce(r.value, (select (v.payload -> 'value')::text from feedback v where v.project_id = r.project_id and v.id = r.id)) as value
+                         from (select distinct on (f.svc_user_id collate "C", f.svc_ref collate "C", f.call_ref collate "C")
+                                      f.project_id, f.id, f.svc_user_id, ${records.callOf('f.svc_ref')} as svc_call, ${records.callOf('f.call_ref')} as ref_call,
+                                      (extract(epoch from f.created_at) * 1000)::float8 as created_ms,
+                                      case when pg_column_size(f.payload) <= ? then (f.payload -> 'value')::text end as value
+                                 from feedback f
+                                where ${records.where}
+                                order by f.svc_user_id collate "C", f.svc_ref collate "C", f.call_ref collate "C", f.created_at desc, f.id collate "C" desc) r
+                        limit ?) latest`;
+  const rows = await beforeDeadline(sqlRows<Row>(db, sql, [MAX_VALUE_CHARS, records.prefix, records.prefix, INLINE_PAYLOAD_BYTES, ...records.params, MAX_VALUES + 1]), deadline);
   if (rows.length > MAX_VALUES) throw tooManyValues(scope.specName);
   const calls = new Set<string>();
   for (const row of rows) {
@@ -278,8 +281,8 @@ async function latestOnSqlite(db: SqlScope, scope: ValuesScope, latest: LatestVa
     const rows = await sqliteArrays(
       db,
       `select id, length(value), case when length(value) <= ? then value end
-         from (select id, json(payload -> '$.value') as value from feedback where id in (${placeholders(part.length)}))`,
-      [MAX_VALUE_CHARS, ...byId.keys()],
+         from (select id, json(payload -> '$.value') as value from feedback where project_id = ? and id in (${placeholders(part.length)}))`,
+      [MAX_VALUE_CHARS, scope.projectId, ...byId.keys()],
     );
     for (const [id, chars, text] of rows as [string, number, string | null][]) {
       const { slot, user, record } = byId.get(id)!;
