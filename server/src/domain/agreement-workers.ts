@@ -7,10 +7,14 @@ import { DomainError } from './errors.ts';
 // their statistics computed in worker threads: what one request may hold (its values, see
 // agreement.ts) and take (a core, until its time is up) is bounded, and the event loop stays free.
 
-/** Agreement requests computed at once per process; later ones wait for a slot within their time. */
-export const AGREEMENT_SLOTS = 2;
+/**
+ * Agreement requests computed at once per process; later ones wait for a slot within their time.
+ * One: what a request holds (agreement.ts's bounds) is then all that agreement holds, and the other
+ * core serves every other request.
+ */
+export const AGREEMENT_SLOTS = 1;
 /** The heap of one worker thread: a computation that needs more fails alone. */
-const THREAD_HEAP_MB = 256;
+const THREAD_HEAP_MB = 128;
 
 const THREAD_URL = new URL('./agreement-thread.ts', import.meta.url);
 

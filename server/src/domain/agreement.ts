@@ -12,9 +12,9 @@ type SpecRow = { name: string; field_schema: unknown };
 /** JSON text of one value, at most: annotation values are labels, numbers, short texts. */
 export const MAX_VALUE_CHARS = 65_536;
 /** Values (each annotator's latest per item) one spec's agreement compares, at most. */
-export const MAX_VALUES = 250_000;
+export const MAX_VALUES = 100_000;
 /** JSON text of all those values together, at most. */
-export const MAX_VALUES_CHARS = 8 * 1024 * 1024;
+export const MAX_VALUES_CHARS = 4 * 1024 * 1024;
 /** A record's value is read as the records are scanned when its payload is this short; a longer one only if latest. */
 const INLINE_PAYLOAD_BYTES = 4096;
 /** Ids per statement when the long values of the latest records are read. */
