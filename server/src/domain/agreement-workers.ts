@@ -30,6 +30,9 @@ export function agreementTimedOut(timeoutMs: number): DomainError {
   );
 }
 
+const outOfMemory = () =>
+  new DomainError('too_large', `The agreement's statistics of one spec needed more than the ${THREAD_HEAP_MB} MB of memory they may take and were stopped.`);
+
 /** A point in time after which an agreement request is given up. */
 export class AgreementDeadline {
   readonly at: number;
@@ -93,7 +96,7 @@ export function statisticsInThread(task: AgreementTask, deadline: AgreementDeadl
       outcome();
     };
     const onMessage = (statistics: AgreementStatistics) => settle(() => resolve(statistics), true);
-    const onError = (error: Error) => settle(() => reject(error), false);
+    const onError = (error: Error & { code?: string }) => settle(() => reject(error.code === 'ERR_WORKER_OUT_OF_MEMORY' ? outOfMemory() : error), false);
     const onExit = (code: number) => settle(() => reject(new Error(`agreement thread exited with code ${code}`)), false);
     const timer = setTimeout(() => settle(() => reject(agreementTimedOut(deadline.timeoutMs)), false), Math.max(0, deadline.remainingMs));
     worker.on('message', onMessage).on('error', onError).on('exit', onExit);
