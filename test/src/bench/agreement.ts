@@ -8,7 +8,9 @@ import { measureSequence, type PlannedRequest, type SequenceMeasurement } from '
 
 // POST /annotation_queues/{q}/agreement on a queue of 10,000 items, 3 annotators and 2 scorer
 // specs (nominal and integer): p50 and p95 latency of the whole request through HTTP, one request
-// at a time (its own cost, not time queued behind others), on each database.
+// at a time (its own cost, not time queued behind others), on each database. Then the heaviest
+// request the API accepts on that queue (every scorer at the ratio level), a few times: its time,
+// and the slowest `/health` answer meanwhile (the event loop must stay free).
 //
 // Measured on the 2-core machine (3 rounds of 10 s, others' work running beside it, so ±30 %):
 // before selecting the latest values in SQL, p50/p95 SQLite 489/598 ms, PostgreSQL 670/1,057 ms;
