@@ -209,21 +209,26 @@ async function latestOnPostgres(db: SqlScope, scope: ValuesScope, latest: Latest
   // Times as epoch milliseconds in a float8 (exact below 2^53): no Date per row. Annotation
   // payloads always hold a value (feedback-rules.ts): SQL NULL never stands for one.
   type Row = { svc_user_id: string; svc_call: string | null; ref_call: string | null; created_ms: number; id: string; chars: number; value: string | null };
-  // The sort compares bytes (collate "C"): it only groups. Short payloads' values are read as
-  // the records are scanned; a long one's by its id (a subquery per row, which the limit keeps
-  // apart), for the latest records alone, so the sort never carries a long value.
+  // Grouped by the call ids the refs name rather than by the refs: records whose refs name no call
+  // of the project count only by their other ref, so they resolve to the same item either way,
+  // and the sort (bytewise, collate "C": it only groups) carries fewer bytes. Short payloads'
+  // values are read as the records are scanned; a long one's by its id (a subquery per row, which
+  // the limit keeps apart), for the latest records alone, so the sort never carries a long value.
   const sql = `select svc_user_id, svc_call, ref_call, created_ms, id, length(value) as chars, case when length(value) <= ? then value end as value
                  from (select r.svc_user_id, r.svc_call, r.ref_call, r.created_ms, r.id,
-                              coalesce(r.value, (select (v.payload -> 'value')::text from feedback v where v.project_id = r.project_id and v.id = r.id)) as value
-                         from (select distinct on (f.svc_user_id collate "C", f.svc_ref collate "C", f.call_ref collate "C")
-                                      f.project_id, f.id, f.svc_user_id, ${records.callOf('f.svc_ref')} as svc_call, ${records.callOf('f.call_ref')} as ref_call,
-                                      (extract(epoch from f.created_at) * 1000)::float8 as created_ms,
-                                      case when pg_column_size(f.payload) <= ? then (f.payload -> 'value')::text end as value
-                                 from feedback f
-                                where ${records.where}
-                                order by f.svc_user_id collate "C", f.svc_ref collate "C", f.call_ref collate "C", f.created_at desc, f.id collate "C" desc) r
+                              coalesce(r.value, (select (v.payload -> 'value')::text from feedback v where v.project_id = ? and v.id = r.id)) as value
+                         from (select distinct on (svc_user_id collate "C", svc_call collate "C", ref_call collate "C") *
+                                 from (select f.id, f.svc_user_id, ${records.callOf('f.svc_ref')} as svc_call, ${records.callOf('f.call_ref')} as ref_call,
+                                              f.created_at, (extract(epoch from f.created_at) * 1000)::float8 as created_ms,
+                                              case when pg_column_size(f.payload) <= ? then (f.payload -> 'value')::text end as value
+                                         from feedback f
+                                        where ${records.where}) f
+                                order by svc_user_id collate "C", svc_call collate "C", ref_call collate "C", created_at desc, id collate "C" desc) r
                         limit ?) latest`;
-  const rows = await beforeDeadline(sqlRows<Row>(db, sql, [MAX_VALUE_CHARS, records.prefix, records.prefix, INLINE_PAYLOAD_BYTES, ...records.params, MAX_VALUES + 1]), deadline);
+  const rows = await beforeDeadline(
+    sqlRows<Row>(db, sql, [MAX_VALUE_CHARS, scope.projectId, records.prefix, records.prefix, INLINE_PAYLOAD_BYTES, ...records.params, MAX_VALUES + 1]),
+    deadline,
+  );
   if (rows.length > MAX_VALUES) throw tooManyValues(scope.specName);
   const calls = new Set<string>();
   for (const row of rows) {
