@@ -19,7 +19,7 @@ export const MAX_VALUES_CHARS = 4 * 1024 * 1024;
 const INLINE_PAYLOAD_BYTES = 4096;
 /** Ids per statement when the long values of the latest records are read. */
 const IDS_PER_READ = 500;
-/** Call ids per statement when PostgreSQL looks up the items of the latest records. */
+/** Call ids per statement when the items of the latest records are looked up (SQLite takes up to 32,766 parameters). */
 const CALLS_PER_READ = 5000;
 
 /**
@@ -68,11 +68,8 @@ export async function queueAgreement(db: SqlScope, user: AuthUser, req: Annotati
   });
 }
 
-/**
- * An annotator's latest record for an item so far; `text` is null while its value is unread (a
- * long payload on SQLite; one of `chars` characters of JSON, past MAX_VALUE_CHARS, on PostgreSQL).
- */
-type Latest = { createdMs: number; id: string; text: string | null; chars: number };
+/** An annotator's latest record for an item so far; `text` is null while its value is unread (a long payload). */
+type Latest = { createdMs: number; id: string; text: string | null };
 type RatedItemSlot = { id: string; callId: string; createdMs: number; latest: (Latest | undefined)[] };
 
 /**
@@ -118,11 +115,7 @@ class LatestValues {
     if (text === null) return;
     if (text.length > MAX_VALUE_CHARS) throw valueTooLong(this.#specName, slot.callId, user, text.length);
     this.#chars += text.length;
-    if (this.#chars > MAX_VALUES_CHARS) {
-      throw tooLarge(
-        `The values of spec ${this.#specName} in this queue hold more than ${MAX_VALUES_CHARS.toLocaleString('en')} characters of JSON together, more than the agreement compares.`,
-      );
-    }
+    if (this.#chars > MAX_VALUES_CHARS) throw tooManyChars(this.#specName);
   }
 
   /** The records whose value is still unread. */
@@ -170,6 +163,9 @@ class LatestValues {
 const tooManyValues = (specName: string) =>
   tooLarge(`The agreement of spec ${specName} would compare more than ${MAX_VALUES.toLocaleString('en')} values (each annotator's latest per item), more than it holds.`);
 
+const tooManyChars = (specName: string) =>
+  tooLarge(`The values of spec ${specName} in this queue hold more than ${MAX_VALUES_CHARS.toLocaleString('en')} characters of JSON together, more than the agreement compares.`);
+
 const valueTooLong = (specName: string, callId: string, user: string, chars: number) =>
   tooLarge(
     `The value of spec ${specName} that annotator ${user} gave the item of call ${callId} is ${chars.toLocaleString('en')} characters of JSON; agreement compares values of at most ${MAX_VALUE_CHARS.toLocaleString('en')}.`,
@@ -180,121 +176,149 @@ const valueTooLong = (specName: string, callId: string, user: string, chars: num
  * value's JSON text. A record counts for the item whose call its svc_ref names, else for the one
  * its call_ref names; the later record of an annotator and item wins (creation time, then id:
  * feedback ids are lowercase UUIDs, which sort the same in JavaScript as in either database).
+ *
+ * First each annotator's latest record per pair of call ids its refs name (records whose refs
+ * name no call of the project count by their other ref alone, so they reach the same item either
+ * way); then the live items of those calls, by the unique index (queue_id, call_id), a few
+ * thousand calls per statement (a join per record cost SQLite several times the scan, and a
+ * PostgreSQL planner without statistics, on a queue just filled, may read every item per record).
  */
 async function latestValues(db: SqlScope, scope: ValuesScope): Promise<LatestValues> {
-  const latest = new LatestValues(scope.specName);
+  const { deadline } = scope;
   // The call ids in the refs, cut out by the database.
   const prefix = callRef(scope.projectId, '');
   const prefixLength = [...prefix].length; // characters, as substr counts them on both databases
   const callOf = (column: string) => `case when substr(${column}, 1, ${prefixLength}) = ? then substr(${column}, ${prefixLength + 1}) end`;
-  const where = 'f.project_id = ? and f.queue_id = ? and f.feedback_type = ? and f.annotation_ref = ?';
-  const params = [scope.projectId, scope.queueId, `svc.annotation.${scope.specName}`, scope.ref];
-  if (onPostgres(db)) await latestOnPostgres(db, scope, latest, { prefix, callOf, where, params });
-  else await latestOnSqlite(db, scope, latest, { prefix, callOf, where, params });
-  for (const { slot, user, record } of latest.unread()) throw valueTooLong(scope.specName, slot.callId, user, record.chars);
-  return latest;
-}
+  const sql: RecordsSql = {
+    prefix,
+    callOf,
+    where: 'f.project_id = ? and f.queue_id = ? and f.feedback_type = ? and f.annotation_ref = ?',
+    params: [scope.projectId, scope.queueId, `svc.annotation.${scope.specName}`, scope.ref],
+  };
+  const byRefs = onPostgres(db) ? await latestByRefsOnPostgres(db, scope, sql) : await latestByRefsOnSqlite(db, scope, sql);
 
-type ValuesScope = { projectId: string; queueId: string; specName: string; ref: string; deadline: AgreementDeadline };
-type RecordsSql = { prefix: string; callOf: (column: string) => string; where: string; params: unknown[] };
-
-/**
- * PostgreSQL keeps only the latest record per annotator and pair of refs (`distinct on`, sorted in
- * its own process), at most MAX_VALUES + 1 of them; then the
- * live items of the calls they name, by the unique index (queue_id, call_id). Not one join: a
- * planner without statistics (a queue just filled) may read every item of the queue per record.
- */
-async function latestOnPostgres(db: SqlScope, scope: ValuesScope, latest: LatestValues, records: RecordsSql): Promise<void> {
-  const { deadline } = scope;
-  // Times as epoch milliseconds in a float8 (exact below 2^53): no Date per row. Annotation
-  // payloads always hold a value (feedback-rules.ts): SQL NULL never stands for one.
-  type Row = { svc_user_id: string; svc_call: string | null; ref_call: string | null; created_ms: number; id: string; chars: number; value: string | null };
-  // Grouped by the call ids the refs name rather than by the refs: records whose refs name no call
-  // of the project count only by their other ref, so they resolve to the same item either way,
-  // and the sort (bytewise, collate "C": it only groups) carries fewer bytes. Short payloads'
-  // values are read as the records are scanned; a long one's by its id (a subquery per row, which
-  // the limit keeps apart), for the latest records alone, so the sort never carries a long value.
-  const sql = `select svc_user_id, svc_call, ref_call, created_ms, id, length(value) as chars, case when length(value) <= ? then value end as value
-                 from (select r.svc_user_id, r.svc_call, r.ref_call, r.created_ms, r.id,
-                              coalesce(r.value, (select (v.payload -> 'value')::text from feedback v where v.project_id = ? and v.id = r.id)) as value
-                         from (select distinct on (svc_user_id collate "C", svc_call collate "C", ref_call collate "C") *
-                                 from (select f.id, f.svc_user_id, ${records.callOf('f.svc_ref')} as svc_call, ${records.callOf('f.call_ref')} as ref_call,
-                                              f.created_at, (extract(epoch from f.created_at) * 1000)::float8 as created_ms,
-                                              case when pg_column_size(f.payload) <= ? then (f.payload -> 'value')::text end as value
-                                         from feedback f
-                                        where ${records.where}) f
-                                order by svc_user_id collate "C", svc_call collate "C", ref_call collate "C", created_at desc, id collate "C" desc) r
-                        limit ?) latest`;
-  const rows = await beforeDeadline(
-    sqlRows<Row>(db, sql, [MAX_VALUE_CHARS, scope.projectId, records.prefix, records.prefix, INLINE_PAYLOAD_BYTES, ...records.params, MAX_VALUES + 1]),
-    deadline,
-  );
-  if (rows.length > MAX_VALUES) throw tooManyValues(scope.specName);
   const calls = new Set<string>();
-  for (const row of rows) {
-    if (row.svc_call !== null) calls.add(row.svc_call);
-    if (row.ref_call !== null) calls.add(row.ref_call);
+  for (const record of byRefs) {
+    if (record.svcCall !== null) calls.add(record.svcCall);
+    if (record.refCall !== null) calls.add(record.refCall);
   }
-  type ItemRow = { id: string; call_id: string; created_ms: number };
-  const items = new Map<string, ItemRow>();
+  const items = new Map<string, { id: string; callId: string; createdMs: number }>();
   const callIds = [...calls];
   for (let start = 0; start < callIds.length; start += CALLS_PER_READ) {
     deadline.check();
     const part = callIds.slice(start, start + CALLS_PER_READ);
-    const found = await sqlRows<ItemRow>(
-      db,
-      `select id, call_id, (extract(epoch from created_at) * 1000)::float8 as created_ms
-         from annotation_queue_items where queue_id = ? and deleted_at is null and call_id = any(?)`,
-      [scope.queueId, part],
-    );
-    for (const item of found) items.set(item.call_id, item);
+    for (const [id, callId, createdMs] of await liveItemsOfCalls(db, scope.queueId, part)) items.set(callId, { id, callId, createdMs });
   }
-  for (const row of rows) {
-    const item = (row.svc_call === null ? undefined : items.get(row.svc_call)) ?? (row.ref_call === null ? undefined : items.get(row.ref_call));
-    if (item) latest.add(item.id, item.call_id, item.created_ms, row.svc_user_id, { createdMs: row.created_ms, id: row.id, text: row.value, chars: row.chars });
-  }
-}
 
-/**
- * SQLite scans the spec's records by feedback_queue_idx, each joined to its item by the unique
- * index (queue_id, call_id), without a sort (its synchronous driver would hold the event loop for
- * a whole sort), in slices that let the loop turn (sql.ts's forEachSqliteArray). A record's value
- * is read as it is scanned when its payload is short; the others' afterwards, for the latest
- * records alone, by id.
- */
-async function latestOnSqlite(db: SqlScope, scope: ValuesScope, latest: LatestValues, records: RecordsSql): Promise<void> {
-  const { deadline } = scope;
-  const item = (alias: string, column: string) =>
-    `left join annotation_queue_items ${alias} on ${alias}.queue_id = f.queue_id and ${alias}.deleted_at is null and ${alias}.call_id = ${records.callOf(`f.${column}`)}`;
-  const itemColumn = (column: string) => `case when si.id is not null then si.${column} else ri.${column} end`;
-  // created_at holds epoch milliseconds.
-  const sql = `select ${itemColumn('id')}, ${itemColumn('call_id')}, ${itemColumn('created_at')}, f.svc_user_id, f.created_at, f.id,
-                      case when octet_length(f.payload) <= ? then json(f.payload -> '$.value') end
-                 from feedback f ${item('si', 'svc_ref')} ${item('ri', 'call_ref')}
-                where ${records.where} and (si.id is not null or ri.id is not null)`;
-  await forEachSqliteArray(db, sql, [INLINE_PAYLOAD_BYTES, records.prefix, records.prefix, ...records.params], (row) => {
-    deadline.check();
-    const [itemId, callId, itemMs, user, createdMs, id, text] = row as [string, string, number, string, number, string, string | null];
-    latest.add(itemId, callId, itemMs, user, { createdMs, id, text, chars: 0 });
-  });
-  // The latest records with long payloads: their values by id, a few at a time.
+  const latest = new LatestValues(scope.specName);
+  for (const record of byRefs) {
+    const item = (record.svcCall === null ? undefined : items.get(record.svcCall)) ?? (record.refCall === null ? undefined : items.get(record.refCall));
+    if (item) latest.add(item.id, item.callId, item.createdMs, record.user, { createdMs: record.createdMs, id: record.id, text: record.text });
+  }
+  // The latest records whose payload was too long to read in the scan: their values by id.
   const unread = [...latest.unread()];
   for (let start = 0; start < unread.length; start += IDS_PER_READ) {
     deadline.check();
     const part = unread.slice(start, start + IDS_PER_READ);
     const byId = new Map(part.map((entry) => [entry.record.id, entry]));
-    const rows = await sqliteArrays(
-      db,
-      `select id, length(value), case when length(value) <= ? then value end
-         from (select id, json(payload -> '$.value') as value from feedback where project_id = ? and id in (${placeholders(part.length)}))`,
-      [MAX_VALUE_CHARS, scope.projectId, ...byId.keys()],
-    );
-    for (const [id, chars, text] of rows as [string, number, string | null][]) {
+    for (const [id, chars, text] of await valuesById(db, scope.projectId, [...byId.keys()])) {
       const { slot, user, record } = byId.get(id)!;
       if (text === null) throw valueTooLong(scope.specName, slot.callId, user, chars);
       latest.setText(slot, user, record, text);
     }
   }
+  return latest;
+}
+
+type ValuesScope = { projectId: string; queueId: string; specName: string; ref: string; deadline: AgreementDeadline };
+type RecordsSql = { prefix: string; callOf: (column: string) => string; where: string; params: unknown[] };
+/** An annotator's latest record for a pair of call ids (null where a ref names no call of the project); `text` as in Latest. */
+type RefsRecord = { user: string; svcCall: string | null; refCall: string | null; createdMs: number; id: string; text: string | null };
+
+/**
+ * PostgreSQL keeps the latest records in SQL (`distinct on`, sorted in its own process; the sort
+ * compares bytes, collate "C", as it only groups), at most MAX_VALUES + 1 of them. A record's value
+ * is read in the scan when its payload is short, so the sort never carries a long one.
+ */
+async function latestByRefsOnPostgres(db: SqlScope, scope: ValuesScope, records: RecordsSql): Promise<RefsRecord[]> {
+  // Times as epoch milliseconds in a float8 (exact below 2^53): no Date per row.
+  type Row = { svc_user_id: string; svc_call: string | null; ref_call: string | null; created_ms: number; id: string; value: string | null };
+  const sql = `select svc_user_id, svc_call, ref_call, created_ms, id, value
+                 from (select distinct on (svc_user_id collate "C", svc_call collate "C", ref_call collate "C") *
+                         from (select f.id, f.svc_user_id, ${records.callOf('f.svc_ref')} as svc_call, ${records.callOf('f.call_ref')} as ref_call,
+                                      f.created_at, (extract(epoch from f.created_at) * 1000)::float8 as created_ms,
+                                      case when pg_column_size(f.payload) <= ? then (f.payload -> 'value')::text end as value
+                                 from feedback f
+                                where ${records.where}) f
+                        order by svc_user_id collate "C", svc_call collate "C", ref_call collate "C", created_at desc, id collate "C" desc) r
+                limit ?`;
+  const rows = await beforeDeadline(
+    sqlRows<Row>(db, sql, [records.prefix, records.prefix, INLINE_PAYLOAD_BYTES, ...records.params, MAX_VALUES + 1]),
+    scope.deadline,
+  );
+  if (rows.length > MAX_VALUES) throw tooManyValues(scope.specName);
+  return rows.map((row) => ({ user: row.svc_user_id, svcCall: row.svc_call, refCall: row.ref_call, createdMs: row.created_ms, id: row.id, text: row.value }));
+}
+
+/**
+ * SQLite scans the spec's records by feedback_queue_idx, without a sort (its synchronous driver
+ * would hold the event loop for a whole sort), in slices that let the loop turn (sql.ts's
+ * forEachSqliteArray), and keeps the latest per annotator and pair of call ids as it goes: at most
+ * MAX_VALUES of them, and MAX_VALUES_CHARS of the values read. A record's value is read in the
+ * scan when its payload is short.
+ */
+async function latestByRefsOnSqlite(db: SqlScope, scope: ValuesScope, records: RecordsSql): Promise<RefsRecord[]> {
+  // created_at holds epoch milliseconds.
+  const sql = `select f.svc_user_id, ${records.callOf('f.svc_ref')}, ${records.callOf('f.call_ref')}, f.created_at, f.id,
+                      case when octet_length(f.payload) <= ? then json(f.payload -> '$.value') end
+                 from feedback f
+                where ${records.where}`;
+  const latest = new Map<string, RefsRecord>();
+  let chars = 0;
+  let rows = 0;
+  await forEachSqliteArray(db, sql, [records.prefix, records.prefix, INLINE_PAYLOAD_BYTES, ...records.params], (row) => {
+    if (++rows % 1024 === 0) scope.deadline.check();
+    const [user, svcCall, refCall, createdMs, id, text] = row as [string, string | null, string | null, number, string, string | null];
+    // Call ids are never empty and hold no newline.
+    const key = `${user}\n${svcCall ?? ''}\n${refCall ?? ''}`;
+    const held = latest.get(key);
+    if (held && !(createdMs !== held.createdMs ? createdMs > held.createdMs : id > held.id)) return;
+    if (!held && latest.size >= MAX_VALUES) throw tooManyValues(scope.specName);
+    chars += (text?.length ?? 0) - (held?.text?.length ?? 0);
+    if (chars > MAX_VALUES_CHARS) throw tooManyChars(scope.specName);
+    latest.set(key, { user, svcCall, refCall, createdMs, id, text });
+  });
+  return [...latest.values()];
+}
+
+/** [id, call id, creation time in epoch milliseconds] of the live items of the queue among these calls. */
+async function liveItemsOfCalls(db: SqlScope, queueId: string, callIds: string[]): Promise<[string, string, number][]> {
+  if (onPostgres(db)) {
+    type Row = { id: string; call_id: string; created_ms: number };
+    const rows = await sqlRows<Row>(
+      db,
+      `select id, call_id, (extract(epoch from created_at) * 1000)::float8 as created_ms
+         from annotation_queue_items where queue_id = ? and deleted_at is null and call_id = any(?)`,
+      [queueId, callIds],
+    );
+    return rows.map((row) => [row.id, row.call_id, row.created_ms]);
+  }
+  const rows = await sqliteArrays(
+    db,
+    `select id, call_id, created_at from annotation_queue_items where queue_id = ? and deleted_at is null and call_id in (${placeholders(callIds.length)})`,
+    [queueId, ...callIds],
+  );
+  return rows as [string, string, number][];
+}
+
+/** [id, characters of JSON, the value's JSON text when at most MAX_VALUE_CHARS] of these records. */
+async function valuesById(db: SqlScope, projectId: string, ids: string[]): Promise<[string, number, string | null][]> {
+  const valueOf = onPostgres(db) ? `(payload -> 'value')::text` : `json(payload -> '$.value')`;
+  const sql = `select id, length(value) as chars, case when length(value) <= ? then value end as value
+                 from (select id, ${valueOf} as value from feedback where project_id = ? and id in (${placeholders(ids.length)})) v`;
+  if (!onPostgres(db)) return (await sqliteArrays(db, sql, [MAX_VALUE_CHARS, projectId, ...ids])) as [string, number, string | null][];
+  type Row = { id: string; chars: number; value: string | null };
+  return (await sqlRows<Row>(db, sql, [MAX_VALUE_CHARS, projectId, ...ids])).map((row) => [row.id, row.chars, row.value]);
 }
 
 /** `work`'s result, or the deadline's 503 if it comes first (the statement itself ends by statement_timeout). */

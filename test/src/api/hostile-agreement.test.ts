@@ -137,23 +137,26 @@ describeEachBackend('agreement past its time limit', (backend) => {
   let queueId: string;
 
   beforeAll(async () => {
-    // A limit that no request meets: a worker thread alone takes longer to start.
+    // A limit that no request meets: reading and comparing 2,000 values takes longer.
     server = await startTestServer(backend, { LOUPE_AGREEMENT_TIMEOUT_MS: '1' });
     const owner = await createUser(server, { entity: 'acme', role: 'member' });
+    const other = await createUser(server, { entity: 'acme', role: 'member' });
     viewer = await createUser(server, { entity: 'acme', role: 'viewer' });
     const spec = await createSpec(server, owner.api_key, projectId, 'grade', { enum: ['x', 'y'] });
-    const callIds = await createCalls(server, owner.api_key, projectId, [{ id: 'c1' }, { id: 'c2' }]);
+    const callIds = await createCalls(server, owner.api_key, projectId, Array.from({ length: 1_000 }, (_, i) => ({ id: `c${i}` })));
     queueId = await createQueue(server, owner.api_key, projectId, { scorer_refs: [spec.ref] });
     await addItems(server, owner.api_key, projectId, queueId, callIds);
-    const batch = callIds.map((callId) => ({
-      project_id: projectId,
-      svc_ref: callRefOf(projectId, callId),
-      feedback_type: 'svc.annotation.grade',
-      annotation_ref: spec.ref,
-      queue_id: queueId,
-      payload: { value: 'x' },
-    }));
-    expect((await batchCreate(server, owner.api_key, batch)).status).toBe(200);
+    for (const [a, annotator] of [owner, other].entries()) {
+      const batch = callIds.map((callId, i) => ({
+        project_id: projectId,
+        svc_ref: callRefOf(projectId, callId),
+        feedback_type: 'svc.annotation.grade',
+        annotation_ref: spec.ref,
+        queue_id: queueId,
+        payload: { value: (i + a) % 3 ? 'x' : 'y' },
+      }));
+      expect((await batchCreate(server, annotator.api_key, batch)).status).toBe(200);
+    }
   });
   afterAll(() => server?.stop());
 
