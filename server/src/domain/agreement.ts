@@ -11,7 +11,7 @@ type SpecRow = { name: string; field_schema: unknown };
 
 /** JSON text of one value, at most: annotation values are labels, numbers, short texts. */
 export const MAX_VALUE_CHARS = 65_536;
-/** Values (each annotator's latest per item) one spec's agreement compares, at most. */
+/** Values (each annotator's latest record per item, and per pair of call ids on the way) one spec's agreement holds, at most. */
 export const MAX_VALUES = 100_000;
 /** JSON text of all those values together, at most. */
 export const MAX_VALUES_CHARS = 4 * 1024 * 1024;

@@ -97,14 +97,15 @@ describeEachBackend('hostile agreement requests', (backend) => {
     expect(worstHealthMs).toBeLessThan(1_000);
   });
 
-  it('reads only the latest record: 40 superseded records of 1 MB on one item, then a short one that counts', async () => {
+  it('reads only the latest record: 40 superseded records of 1 MB on one item, then short ones that count (one read by id, its payload over 4 KiB)', async () => {
     const [first, second] = annotators as [CreatedKeyForTest, CreatedKeyForTest];
     for (let sent = 0; sent < 40; sent += 20) {
       const reply = await batchCreate(server, first.api_key, Array.from({ length: 20 }, () => annotation(note, callIds[0]!, LARGE)));
       expect(reply.status, reply.text).toBe(200);
     }
     await new Promise((resolve) => setTimeout(resolve, 5)); // a later created_at for the value that counts
-    for (const [annotator, value] of [[first, 'short'], [second, 'other']] as const) {
+    const longer = 'y'.repeat(10_000);
+    for (const [annotator, value] of [[first, 'short'], [second, longer]] as const) {
       expect((await batchCreate(server, annotator.api_key, [annotation(note, callIds[0]!, value), annotation(note, callIds[1]!, 'same')])).status).toBe(200);
     }
     const reply = await agreement({ scorer_refs: [note.ref] });
@@ -113,7 +114,7 @@ describeEachBackend('hostile agreement requests', (backend) => {
     expect(result).toMatchObject({ items_rated: 2, items_pairable: 2, values: 4 });
     expect(result.disagreements).toHaveLength(1);
     expect(result.disagreements[0]).toMatchObject({ call_id: callIds[0] });
-    expect(result.disagreements[0].values.map((v: { value: unknown }) => v.value).sort()).toEqual(['other', 'short']);
+    expect(result.disagreements[0].values.map((v: { value: unknown }) => v.value).sort()).toEqual(['short', longer]);
   });
 
   it('refuses a latest value of more than 65,536 characters of JSON (413 naming the item’s call and the annotator)', async () => {
