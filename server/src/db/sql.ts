@@ -66,35 +66,6 @@ export async function sqliteArrays(db: SqlScope, sql: string, params: readonly u
   return kysely.connection().execute(async () => sqlite.arrays(sql).all(params));
 }
 
-/** How long a chunked SQLite read runs before it lets the event loop turn. */
-const READ_SLICE_MS = 10;
-
-/**
- * Runs a read on SQLite and hands its rows, as arrays of values in the select list's order, to
- * `each` one by one, letting the event loop turn every READ_SLICE_MS: the synchronous driver would
- * otherwise hold the loop for the whole read. The connection is held throughout, so no other
- * statement runs on it meanwhile (other requests' statements wait for the read to end). An error
- * thrown by `each` ends the read.
- */
-export async function forEachSqliteArray(db: SqlScope, sql: string, params: readonly unknown[], each: (row: unknown[]) => void): Promise<void> {
-  const platform = db.getPlatform();
-  const sqlite = db.heldSqlite ?? (platform instanceof SqlitePlatform ? heldDatabase(platform) : undefined);
-  if (!sqlite) throw new Error('forEachSqliteArray runs on SQLite only');
-  const read = async () => {
-    let sliceStart = performance.now();
-    for (const row of sqlite.arrays(sql).iterate(params)) {
-      each(row);
-      if (performance.now() - sliceStart >= READ_SLICE_MS) {
-        await new Promise((resolve) => setImmediate(resolve));
-        sliceStart = performance.now();
-      }
-    }
-  };
-  const kysely = db.getKysely();
-  if (db.heldSqlite || kysely.isTransaction) return read();
-  return kysely.connection().execute(read);
-}
-
 /** Runs a write and returns how many rows it changed. */
 export async function sqlRun(db: SqlScope, sql: string, params: readonly unknown[] = []): Promise<number> {
   const held = db.heldSqlite;

@@ -23,13 +23,7 @@ const CACHEABLE_SQL_LENGTH = 64 * 1024;
 export type LoupeSqliteDatabase = SqliteDatabase & {
   inTransaction(): boolean;
   /** A read whose rows come as arrays of values in the select list's order (sql.ts's sqliteArrays). */
-  arrays(sql: string): SqliteArrayStatement;
-};
-
-export type SqliteArrayStatement = {
-  all(params: readonly unknown[]): unknown[][];
-  /** Row by row, for reads too large to hold at once. */
-  iterate(params: readonly unknown[]): IterableIterator<unknown[]>;
+  arrays(sql: string): { all(params: readonly unknown[]): unknown[][] };
 };
 
 /** The most recently used prepared statements by their SQL, up to STATEMENT_CACHE_SIZE. */
@@ -105,17 +99,14 @@ export class LoupeSqliteDialect extends SqliteDialect {
         // Recently used statements, wrapped once in the shape Kysely's driver calls; those that
         // return arrays apart (the mode is the statement's own).
         const cache = new StatementCache<SqliteStatement>();
-        const arrayCache = new StatementCache<SqliteArrayStatement>();
+        const arrayCache = new StatementCache<{ all(params: readonly unknown[]): unknown[][] }>();
         const database: LoupeSqliteDatabase = {
           prepare: (sql: string) => cache.get(sql, () => wrap(db.prepare(sql), READER.test(sql) || RETURNING.test(sql))),
           arrays: (sql: string) =>
             arrayCache.get(sql, () => {
               const stmt = db.prepare(sql);
               stmt.setReturnArrays(true);
-              return {
-                all: (params) => stmt.all(...(params as SQLInputValue[])) as unknown as unknown[][],
-                iterate: (params) => stmt.iterate(...(params as SQLInputValue[])) as unknown as IterableIterator<unknown[]>,
-              };
+              return { all: (params) => stmt.all(...(params as SQLInputValue[])) as unknown as unknown[][] };
             }),
           inTransaction: () => db.isTransaction,
           close() {
