@@ -1,6 +1,6 @@
 import { callRef, parseRef, type Agreement, type AgreementLevel, type AnnotationQueueAgreementReq, type Json } from '@loupe/shared';
 import type { AuthUser } from '../auth/authenticate.ts';
-import { jsonFromSql, onPostgres, placeholders, sqliteArrays, sqlRows, type SqlScope } from '../db/sql.ts';
+import { jsonFromSql, onPostgres, placeholders, sqliteArrays, sqlRows, sqlRun, sqlTransaction, type SqlScope } from '../db/sql.ts';
 import { requireProjectAccess } from './access.ts';
 import type { AgreementTask } from './agreement-thread.ts';
 import { AgreementDeadline, agreementTimedOut, inAgreementSlot, statisticsInThread } from './agreement-workers.ts';
@@ -17,7 +17,7 @@ export const MAX_VALUES = 100_000;
 export const MAX_VALUES_CHARS = 4 * 1024 * 1024;
 /** A record's value is read as the records are scanned when its payload is this short; a longer one only if latest. */
 const INLINE_PAYLOAD_BYTES = 4096;
-/** Records per statement when SQLite reads a spec's records. */
+/** Records per statement (SQLite) or fetch from a cursor (PostgreSQL) when a spec's records are read. */
 const RECORDS_PER_READ = 2000;
 /** Ids per statement when the long values of the latest records are read. */
 const IDS_PER_READ = 500;
@@ -238,39 +238,73 @@ type RecordsSql = { prefix: string; callOf: (column: string) => string; where: s
 type RefsRecord = { user: string; svcCall: string | null; refCall: string | null; createdMs: number; id: string; text: string | null };
 
 /**
- * PostgreSQL keeps the latest records in SQL (`distinct on`, sorted in its own process; the sort
- * compares bytes, collate "C", as it only groups), at most MAX_VALUES + 1 of them. A record's value
- * is read in the scan when its payload is short, so the sort never carries a long one.
+ * Each annotator's latest record per pair of call ids, kept as the records are read in any order:
+ * at most MAX_VALUES of them, and MAX_VALUES_CHARS of the values read.
+ */
+class LatestByRefs {
+  readonly #latest = new Map<string, RefsRecord>();
+  #chars = 0;
+  readonly #specName: string;
+
+  constructor(specName: string) {
+    this.#specName = specName;
+  }
+
+  add(user: string, svcCall: string | null, refCall: string | null, createdMs: number, id: string, text: string | null): void {
+    // Call ids are never empty and hold no newline.
+    const key = `${user}\n${svcCall ?? ''}\n${refCall ?? ''}`;
+    const held = this.#latest.get(key);
+    if (held && !(createdMs !== held.createdMs ? createdMs > held.createdMs : id > held.id)) return;
+    if (!held && this.#latest.size >= MAX_VALUES) throw tooManyValues(this.#specName);
+    this.#chars += (text?.length ?? 0) - (held?.text?.length ?? 0);
+    if (this.#chars > MAX_VALUES_CHARS) throw tooManyChars(this.#specName);
+    this.#latest.set(key, { user, svcCall, refCall, createdMs, id, text });
+  }
+
+  records(): RefsRecord[] {
+    return [...this.#latest.values()];
+  }
+}
+
+/**
+ * PostgreSQL reads the spec's records through a cursor (in a read-only transaction),
+ * RECORDS_PER_READ at a time, in the order it finds them (no sort: a window or `distinct on`
+ * over annotator and refs made it sort every record, twice the cost of the read).
  */
 async function latestByRefsOnPostgres(db: SqlScope, scope: ValuesScope, records: RecordsSql): Promise<RefsRecord[]> {
+  const latest = new LatestByRefs(scope.specName);
   // Times as epoch milliseconds in a float8 (exact below 2^53): no Date per row.
   type Row = { svc_user_id: string; svc_call: string | null; ref_call: string | null; created_ms: number; id: string; value: string | null };
-  const sql = `select svc_user_id, svc_call, ref_call, created_ms, id, value
-                 from (select distinct on (svc_user_id collate "C", svc_call collate "C", ref_call collate "C") *
-                         from (select f.id, f.svc_user_id, ${records.callOf('f.svc_ref')} as svc_call, ${records.callOf('f.call_ref')} as ref_call,
-                                      f.created_at, (extract(epoch from f.created_at) * 1000)::float8 as created_ms,
-                                      case when pg_column_size(f.payload) <= ? then (f.payload -> 'value')::text end as value
-                                 from feedback f
-                                where ${records.where}) f
-                        order by svc_user_id collate "C", svc_call collate "C", ref_call collate "C", created_at desc, id collate "C" desc) r
-                limit ?`;
-  const rows = await beforeDeadline(
-    sqlRows<Row>(db, sql, [records.prefix, records.prefix, INLINE_PAYLOAD_BYTES, ...records.params, MAX_VALUES + 1]),
-    scope.deadline,
-  );
-  if (rows.length > MAX_VALUES) throw tooManyValues(scope.specName);
-  return rows.map((row) => ({ user: row.svc_user_id, svcCall: row.svc_call, refCall: row.ref_call, createdMs: row.created_ms, id: row.id, text: row.value }));
+  await sqlTransaction(db, async (tx) => {
+    await sqlRun(tx, 'set transaction read only');
+    await sqlRun(
+      tx,
+      `declare agreement_records no scroll cursor for
+         select f.svc_user_id, ${records.callOf('f.svc_ref')} as svc_call, ${records.callOf('f.call_ref')} as ref_call,
+                (extract(epoch from f.created_at) * 1000)::float8 as created_ms, f.id,
+                case when pg_column_size(f.payload) <= ? then (f.payload -> 'value')::text end as value
+           from feedback f
+          where ${records.where}`,
+      [records.prefix, records.prefix, INLINE_PAYLOAD_BYTES, ...records.params],
+    );
+    for (;;) {
+      scope.deadline.check();
+      const rows = await beforeDeadline(sqlRows<Row>(tx, `fetch ${RECORDS_PER_READ} from agreement_records`), scope.deadline);
+      for (const row of rows) latest.add(row.svc_user_id, row.svc_call, row.ref_call, row.created_ms, row.id, row.value);
+      if (rows.length < RECORDS_PER_READ) break;
+    }
+  });
+  return latest.records();
 }
 
 /**
  * SQLite reads the spec's records by feedback_queue_idx in chunks of RECORDS_PER_READ in rowid
  * order (a range of that index: no sort, which its synchronous driver would run in one piece),
  * each one statement built as one JSON array by the database (one JSON.parse costs much less than
- * a driver row per record), letting the event loop and other statements run between chunks; it
- * keeps the latest per annotator and pair of call ids as it goes: at most MAX_VALUES of them, and
- * MAX_VALUES_CHARS of the values read. A record's value is read in the scan when its payload is short.
+ * a driver row per record), letting the event loop and other statements run between chunks.
  */
 async function latestByRefsOnSqlite(db: SqlScope, scope: ValuesScope, records: RecordsSql): Promise<RefsRecord[]> {
+  const latest = new LatestByRefs(scope.specName);
   // created_at holds epoch milliseconds. `|| ''` makes the value's JSON plain text, which
   // json_array takes as a string (the JSON text the statistics parse) rather than as JSON.
   const sql = `select json_group_array(json_array(svc_user_id, svc_call, ref_call, created_at, id, value)), max(rid), count(*)
@@ -280,28 +314,17 @@ async function latestByRefsOnSqlite(db: SqlScope, scope: ValuesScope, records: R
                         where ${records.where} and f.rowid > ?
                         order by f.rowid
                         limit ?)`;
-  const latest = new Map<string, RefsRecord>();
-  let chars = 0;
   for (let after = 0; ; ) {
     scope.deadline.check();
     const [[chunk, last, count]] = (await sqliteArrays(db, sql, [records.prefix, records.prefix, INLINE_PAYLOAD_BYTES, ...records.params, after, RECORDS_PER_READ])) as [
       [string, number, number],
     ];
-    for (const [user, svcCall, refCall, createdMs, id, text] of JSON.parse(chunk) as [string, string | null, string | null, number, string, string | null][]) {
-      // Call ids are never empty and hold no newline.
-      const key = `${user}\n${svcCall ?? ''}\n${refCall ?? ''}`;
-      const held = latest.get(key);
-      if (held && !(createdMs !== held.createdMs ? createdMs > held.createdMs : id > held.id)) continue;
-      if (!held && latest.size >= MAX_VALUES) throw tooManyValues(scope.specName);
-      chars += (text?.length ?? 0) - (held?.text?.length ?? 0);
-      if (chars > MAX_VALUES_CHARS) throw tooManyChars(scope.specName);
-      latest.set(key, { user, svcCall, refCall, createdMs, id, text });
-    }
+    for (const record of JSON.parse(chunk) as [string, string | null, string | null, number, string, string | null][]) latest.add(...record);
     if (count < RECORDS_PER_READ) break;
     after = last;
     await new Promise((resolve) => setImmediate(resolve));
   }
-  return [...latest.values()];
+  return latest.records();
 }
 
 /** [id, call id, creation time in epoch milliseconds] of the live items of the queue among these calls. */
