@@ -138,11 +138,12 @@ class LatestValues {
     for (const [i, slot] of items.entries()) {
       itemStarts[i] = entry;
       for (const [annotator, record] of slot.latest.entries()) {
-        if (!record) continue;
-        let index = textIndex.get(record.text!);
+        // A record purged before its long value was read counts no more.
+        if (!record || record.text === null) continue;
+        let index = textIndex.get(record.text);
         if (index === undefined) {
-          textIndex.set(record.text!, (index = texts.length));
-          texts.push(record.text!);
+          textIndex.set(record.text, (index = texts.length));
+          texts.push(record.text);
         }
         entryAnnotator[entry] = annotator;
         entryText[entry++] = index;
