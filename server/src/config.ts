@@ -88,6 +88,7 @@ const Env = z.object({
   LOUPE_MAX_CALL_IDS: int(1, 1_000_000).default(10_000),
   LOUPE_MAX_QUERY_LIMIT: int(1, 1_000_000).default(10_000),
   LOUPE_AUTH_FAILURES_PER_MINUTE: int(1, 1_000_000).default(20),
+  LOUPE_AGREEMENT_TIMEOUT_MS: int(1, 600_000).default(10_000),
   LOUPE_DB_POOL_SIZE: int(1, 1000).default(10),
   LOUPE_DB_CONNECT_TIMEOUT_MS: int(100, 600_000).default(5_000),
   LOUPE_DB_STATEMENT_TIMEOUT_MS: int(100, 3_600_000).default(30_000),
@@ -129,6 +130,8 @@ export type Config = {
     callIdsPerAdd: number;
     queryLimit: number;
     authFailuresPerMinute: number;
+    /** How long one agreement request may take (reads, waiting for a slot, statistics) before 503. */
+    agreementTimeoutMs: number;
   };
   dbPoolSize: number;
   dbTimeouts: DatabaseTimeouts;
@@ -176,6 +179,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       callIdsPerAdd: e.LOUPE_MAX_CALL_IDS,
       queryLimit: e.LOUPE_MAX_QUERY_LIMIT,
       authFailuresPerMinute: e.LOUPE_AUTH_FAILURES_PER_MINUTE,
+      agreementTimeoutMs: e.LOUPE_AGREEMENT_TIMEOUT_MS,
     },
     dbPoolSize: e.LOUPE_DB_POOL_SIZE,
     dbTimeouts: {

@@ -58,7 +58,17 @@ export const REASONS = {
   notNumber: (level: AgreementLevel) =>
     level === 'ratio' ? 'Values at the ratio level must be non-negative numbers.' : `Values at the ${level} level must be numbers.`,
   noVariation: 'All values are the same, so agreement beyond chance is undefined.',
+  tooManyDistinct: (distinct: number) =>
+    `The ratio level computes alpha over at most ${MAX_RATIO_DISTINCT.toLocaleString('en')} distinct values; these are ${distinct.toLocaleString('en')}.`,
 } as const;
+
+/**
+ * The ratio level's expected disagreement is a sum over pairs of distinct values (its difference
+ * function has no closed form over sorted sums, unlike the other levels): past this many distinct
+ * values alpha is null with a reason, which bounds that sum's CPU. Pairs, kappa and the listed
+ * disagreements do not depend on it.
+ */
+export const MAX_RATIO_DISTINCT = 10_000;
 
 /** One annotator's value within an item; `index` points into the distinct values of the data. */
 interface Entry {
@@ -70,7 +80,7 @@ interface Entry {
   index: number;
 }
 
-interface Metric {
+export interface Metric {
   /** δ²_ck between two distinct values, given by their indices. */
   delta: (c: number, k: number) => number;
   /** Σ_c Σ_k n_c n_k δ²_ck over the distinct values, D_e's numerator. */
@@ -92,7 +102,7 @@ function fitsLevel(value: unknown, level: AgreementLevel): boolean {
 /**
  * `items` in item order, each with the values its annotators gave. Numbers are not rounded;
  * annotators are in code-point order of their ids and pairs follow that order. Linear in the
- * number of values, bar the distinct values' sort (and the ratio level's sum over pairs of them).
+ * number of values, bar the distinct values' sort (and the ratio level's sum over pairs of them, bounded by MAX_RATIO_DISTINCT).
  */
 export function agreementStatistics(items: readonly RatedItem[], level: AgreementLevel): AgreementStatistics {
   const annotators = annotatorsOf(items);
@@ -123,13 +133,15 @@ export function agreementStatistics(items: readonly RatedItem[], level: Agreemen
   const unfit = values.some((entry) => !fitsLevel(entry.value, level));
   const metricLevel: AgreementLevel = unfit ? 'nominal' : level;
   const distinct = distinctValues(values, metricLevel !== 'nominal');
-  const metric = krippendorffMetric(metricLevel, distinct);
+  const tooMany = metricLevel === 'ratio' && distinct.values.length > MAX_RATIO_DISTINCT;
+  const metric = krippendorffMetric(metricLevel, distinct, !tooMany);
 
   const reason =
     pairable.length < 2 ? REASONS.fewItems
     : values.some((entry) => !isScalar(entry.value)) ? REASONS.notScalar
     : unfit ? REASONS.notNumber(level)
     : distinct.values.length < 2 ? REASONS.noVariation
+    : tooMany ? REASONS.tooManyDistinct(distinct.values.length)
     : null;
   const units = pairable.map((unit) => unit.entries.map((entry) => entry.index));
   const coefficients = reason === null ? krippendorffAlpha(units, distinct.counts, metric) : null;
@@ -200,7 +212,7 @@ function mostDisagreeing(units: number[][], delta: Metric['delta']): number[] {
   return top.map((kept) => kept.order);
 }
 
-interface Distinct {
+export interface Distinct {
   /** The distinct values, numbers in ascending order, otherwise in order of their canonical JSON. */
   values: unknown[];
   /** n_c: how often each distinct value occurs. */
@@ -224,9 +236,10 @@ function distinctValues(entries: Entry[], numeric: boolean): Distinct {
 /**
  * The difference functions δ²_ck of Krippendorff (2011), "Computing Krippendorff's Alpha-
  * Reliability", section on metric differences, with Σ_c Σ_k n_c n_k δ²_ck in closed form where
- * one exists (distinct values can be as many as the values, so the double sum is a last resort).
+ * one exists (distinct values can be as many as the values, so the double sum is a last resort,
+ * taken only with `sumRatioPairs`, below MAX_RATIO_DISTINCT). Exported for its tests.
  */
-function krippendorffMetric(level: AgreementLevel, distinct: Distinct): Metric {
+export function krippendorffMetric(level: AgreementLevel, distinct: Distinct, sumRatioPairs = true): Metric {
   const { counts } = distinct;
   const number = (i: number) => distinct.values[i] as number;
   switch (level) {
@@ -254,6 +267,7 @@ function krippendorffMetric(level: AgreementLevel, distinct: Distinct): Metric {
       // δ² = ((c − k)/(c + k))²; values are non-negative, so c + k is 0 only when c = k = 0.
       // No closed form: the double sum over distinct values, in a tight loop.
       const delta = (c: number, k: number) => (c === k ? 0 : ((number(c) - number(k)) / (number(c) + number(k))) ** 2);
+      if (!sumRatioPairs) return { delta, expected: Number.NaN };
       const xs = Float64Array.from(distinct.values as number[]);
       const ns = Float64Array.from(counts);
       let expected = 0;

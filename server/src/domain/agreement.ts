@@ -1,18 +1,28 @@
 import { callRef, parseRef, type Agreement, type AgreementLevel, type AnnotationQueueAgreementReq, type Json } from '@loupe/shared';
 import type { AuthUser } from './auth-user.ts';
-import { jsonFromSql, onPostgres, sqlRows, type SqlScope } from '../db/sql.ts';
+import { jsonFromSql, onPostgres, placeholders, sqliteArrays, sqlRows, sqlRun, sqlTransaction, type SqlScope } from '../db/sql.ts';
 import { requireProjectAccess } from './access.ts';
-import { agreementStatistics, type RatedItem } from './agreement-statistics.ts';
+import type { AgreementTask } from './agreement-thread.ts';
+import { AgreementDeadline, agreementTimedOut, inAgreementSlot, statisticsInThread } from './agreement-workers.ts';
 import { liveQueue } from './annotation-queues.ts';
-import { invalid } from './errors.ts';
+import { invalid, tooLarge } from './errors.ts';
 
-type ItemRow = { id: string; call_id: string };
 type SpecRow = { name: string; field_schema: unknown };
-/**
- * One annotation record: svc_user_id, the call id in svc_ref and in call_ref (null where that ref
- * names no call of the project), creation time in epoch milliseconds, id, `payload.value`.
- */
-type ValueRow = [user: string, svcCall: string | null, refCall: string | null, createdMs: number, id: string, value: unknown];
+
+/** JSON text of one value, at most: annotation values are labels, numbers, short texts. */
+export const MAX_VALUE_CHARS = 65_536;
+/** Values (each annotator's latest record per item, and per pair of call ids on the way) one spec's agreement holds, at most. */
+export const MAX_VALUES = 100_000;
+/** JSON text of all those values together, at most. */
+export const MAX_VALUES_CHARS = 4 * 1024 * 1024;
+/** A record's value is read as the records are scanned when its payload is this short; a longer one only if latest. */
+const INLINE_PAYLOAD_BYTES = 4096;
+/** Records per statement (SQLite) or fetch from a cursor (PostgreSQL) when a spec's records are read. */
+const RECORDS_PER_READ = 2000;
+/** Ids per statement when the long values of the latest records are read. */
+const IDS_PER_READ = 500;
+/** Call ids per statement when the items of the latest records are looked up (SQLite takes up to 32,766 parameters). */
+const CALLS_PER_READ = 5000;
 
 /**
  * `POST /annotation_queues/{queue_id}/agreement`: for each scorer spec of the queue (or each one
@@ -20,115 +30,346 @@ type ValueRow = [user: string, svcCall: string | null, refCall: string | null, c
  * (agreement-statistics.ts does the arithmetic). A value is `payload.value` of the annotator's most
  * recently created `svc.annotation.<name>` feedback with that spec's ref and this queue, naming the
  * item's call in `svc_ref` or `call_ref`. Viewers may read it.
+ *
+ * Bounded per request: the time (`timeoutMs`, then 503), what it holds (MAX_VALUE_CHARS,
+ * MAX_VALUES, MAX_VALUES_CHARS per spec, then 413; specs are read one after another), and
+ * agreement-workers.ts's slots; the statistics run in a worker thread.
  */
-export async function queueAgreement(db: SqlScope, user: AuthUser, req: AnnotationQueueAgreementReq): Promise<Agreement[]> {
+export async function queueAgreement(db: SqlScope, user: AuthUser, req: AnnotationQueueAgreementReq, timeoutMs: number): Promise<Agreement[]> {
+  const deadline = new AgreementDeadline(timeoutMs);
   requireProjectAccess(user, req.project_id, 'read');
   const queue = await liveQueue(db, req.project_id, req.queue_id);
   const refs = req.scorer_refs ?? queue.scorerRefs;
+  const firstAt = new Map<string, number>();
   for (const [index, ref] of refs.entries()) {
     if (!queue.scorerRefs.includes(ref)) throw invalid(`scorer_refs[${index}] is not a scorer of annotation queue "${queue.id}".`);
+    const first = firstAt.get(ref);
+    if (first !== undefined) throw invalid(`scorer_refs[${index}] repeats scorer_refs[${first}] (${ref.slice(0, 256)}).`);
+    firstAt.set(ref, index);
   }
   for (const ref of Object.keys(req.levels ?? {})) {
     if (!refs.includes(ref)) throw invalid(`levels names ${ref.slice(0, 256)}, which is not a scorer ref of this request.`);
   }
 
-  // Item order: the order items were added (the items query's default order).
-  const items = await sqlRows<ItemRow>(db, 'select id, call_id from annotation_queue_items where queue_id = ? and deleted_at is null order by created_at, id', [queue.id]);
-  const itemOfCall = new Map(items.map((item, index) => [item.call_id, index]));
-
-  const agreement: Agreement[] = [];
-  for (const ref of refs) {
-    const spec = await specOf(db, req.project_id, ref);
-    const level = req.levels?.[ref] ?? levelOf(spec.field_schema);
-    // Per item (by its index), per annotator (by the order they were met), the record whose value
-    // counts: arrays rather than objects keyed by user id, which are slow to build and to walk.
-    const annotators: string[] = [];
-    const annotatorIndex = new Map<string, number>();
-    const latestOf: (ValueRow | undefined)[][] = [];
-    for (const row of await annotationValues(db, req.project_id, queue.id, spec.name, ref)) {
-      const at = (row[1] === null ? undefined : itemOfCall.get(row[1])) ?? (row[2] === null ? undefined : itemOfCall.get(row[2]));
-      if (at === undefined) continue;
-      let annotator = annotatorIndex.get(row[0]);
-      if (annotator === undefined) {
-        annotatorIndex.set(row[0], (annotator = annotators.length));
-        annotators.push(row[0]);
-      }
-      const latest = (latestOf[at] ??= []);
-      const held = latest[annotator];
-      if (!held || isLater(row, held)) latest[annotator] = row;
+  return inAgreementSlot(deadline, async () => {
+    const agreement: Agreement[] = [];
+    for (const ref of refs) {
+      const spec = await specOf(db, req.project_id, ref);
+      const level = req.levels?.[ref] ?? levelOf(spec.field_schema);
+      const latest = await latestValues(db, { projectId: req.project_id, queueId: queue.id, specName: spec.name, ref, deadline });
+      const items = [...latest.items.values()];
+      const statistics = await statisticsInThread(latest.task(level, items), deadline);
+      // The values came from stored JSON payloads: they are JSON values.
+      const disagreements = statistics.disagreements.map((d) => {
+        const item = items[Number(d.item_id)]!;
+        return { item_id: item.id, call_id: item.callId, values: d.values.map((v) => ({ ...v, value: v.value as Json })) };
+      });
+      agreement.push({ scorer_ref: ref, name: spec.name, level, ...statistics, disagreements });
     }
-    // Items without values change nothing; the rest go in item order.
-    const rated: RatedItem[] = [];
-    for (let at = 0; at < items.length; at++) {
-      const latest = latestOf[at];
-      if (!latest) continue;
-      const values: Record<string, unknown> = Object.create(null);
-      for (let annotator = 0; annotator < latest.length; annotator++) {
-        const row = latest[annotator];
-        if (row) values[annotators[annotator]!] = row[5];
-      }
-      rated.push({ item_id: items[at]!.id, call_id: items[at]!.call_id, values });
-    }
-    const statistics = agreementStatistics(rated, level);
-    // The values came from stored JSON payloads: they are JSON values.
-    const disagreements = statistics.disagreements.map((d) => ({ ...d, values: d.values.map((v) => ({ ...v, value: v.value as Json })) }));
-    agreement.push({ scorer_ref: ref, name: spec.name, level, ...statistics, disagreements });
-  }
-  return agreement;
+    return agreement;
+  });
 }
 
+/** An annotator's latest record for an item so far; `text` is null while its value is unread (a long payload). */
+type Latest = { createdMs: number; id: string; text: string | null };
+type RatedItemSlot = { id: string; callId: string; createdMs: number; latest: (Latest | undefined)[] };
+
 /**
- * Every annotation record of one spec in one queue: its annotator, the call ids its refs name, its
- * creation time and id, and its `payload.value` — in no particular order. The caller keeps each
- * annotator's latest record per item (`isLater`); the records it drops (earlier values replaced
- * later) are few, and keeping only the latest in SQL costs more than reading them: a window over
- * (annotator, refs, newest first) made PostgreSQL sort every record (its planner rightly prefers
- * reading the queue's records in table order to an index scan of half the table), doubling the
- * query's CPU; on SQLite the grouping cost half as much again as the reading. Both find the
- * records by feedback_queue_idx (queue_id, annotation_ref) when they are a small part of the table.
- *
- * SQLite returns them as one JSON array of arrays built by the database: one JSON.parse costs much
- * less than tens of thousands of driver rows (node:sqlite makes each an object in dictionary mode).
- * On PostgreSQL that JSON (json_build_array per row) costs more than the rows.
+ * Each annotator's latest record per item of one spec, as the records are read (in any order),
+ * holding at most MAX_VALUES records and MAX_VALUES_CHARS of their values' JSON text.
  */
-async function annotationValues(db: SqlScope, projectId: string, queueId: string, specName: string, ref: string): Promise<ValueRow[]> {
-  // The call ids in the refs, cut out by the database: shorter strings to read and look up.
-  const prefix = callRef(projectId, '');
+class LatestValues {
+  readonly annotators: string[] = [];
+  readonly #annotatorIndex = new Map<string, number>();
+  readonly items = new Map<string, RatedItemSlot>();
+  #count = 0;
+  #chars = 0;
+  readonly #specName: string;
+
+  constructor(specName: string) {
+    this.#specName = specName;
+  }
+
+  /** A record of `user` for the item (id, call id, creation time); the later one of an annotator and item wins. */
+  add(item: string, callId: string, itemCreatedMs: number, user: string, record: Latest): void {
+    let annotator = this.#annotatorIndex.get(user);
+    if (annotator === undefined) {
+      this.#annotatorIndex.set(user, (annotator = this.annotators.length));
+      this.annotators.push(user);
+    }
+    let slot = this.items.get(item);
+    if (!slot) this.items.set(item, (slot = { id: item, callId, createdMs: itemCreatedMs, latest: [] }));
+    const held = slot.latest[annotator];
+    if (held && !(record.createdMs !== held.createdMs ? record.createdMs > held.createdMs : record.id > held.id)) return;
+    if (held) this.#chars -= held.text?.length ?? 0;
+    else if (++this.#count > MAX_VALUES) throw tooManyValues(this.#specName);
+    slot.latest[annotator] = record;
+    this.#setText(slot, user, record, record.text);
+  }
+
+  /** Sets the value text of a latest record, within the bounds. */
+  setText(slot: RatedItemSlot, user: string, record: Latest, text: string): void {
+    this.#setText(slot, user, record, text);
+  }
+
+  #setText(slot: RatedItemSlot, user: string, record: Latest, text: string | null): void {
+    record.text = text;
+    if (text === null) return;
+    if (text.length > MAX_VALUE_CHARS) throw valueTooLong(this.#specName, slot.callId, user, text.length);
+    this.#chars += text.length;
+    if (this.#chars > MAX_VALUES_CHARS) throw tooManyChars(this.#specName);
+  }
+
+  /** The records whose value is still unread. */
+  *unread(): Generator<{ slot: RatedItemSlot; user: string; record: Latest }> {
+    for (const slot of this.items.values()) {
+      for (const [annotator, record] of slot.latest.entries()) if (record && record.text === null) yield { slot, user: this.annotators[annotator]!, record };
+    }
+  }
+
+  /** The statistics task of these values, items in the order of `items`. */
+  task(level: AgreementLevel, items: RatedItemSlot[]): AgreementTask {
+    const textIndex = new Map<string, number>();
+    const texts: string[] = [];
+    const itemStarts = new Int32Array(items.length + 1);
+    const entryAnnotator = new Int32Array(this.#count);
+    const entryText = new Int32Array(this.#count);
+    let entry = 0;
+    for (const [i, slot] of items.entries()) {
+      itemStarts[i] = entry;
+      for (const [annotator, record] of slot.latest.entries()) {
+        // A record purged before its long value was read counts no more.
+        if (!record || record.text === null) continue;
+        let index = textIndex.get(record.text);
+        if (index === undefined) {
+          textIndex.set(record.text, (index = texts.length));
+          texts.push(record.text);
+        }
+        entryAnnotator[entry] = annotator;
+        entryText[entry++] = index;
+      }
+    }
+    itemStarts[items.length] = entry;
+    return {
+      level,
+      annotators: this.annotators,
+      texts,
+      itemIds: items.map((slot) => slot.id),
+      itemCreatedMs: Float64Array.from(items, (slot) => slot.createdMs),
+      itemStarts,
+      entryAnnotator,
+      entryText,
+    };
+  }
+}
+
+const tooManyValues = (specName: string) =>
+  tooLarge(`The agreement of spec ${specName} would compare more than ${MAX_VALUES.toLocaleString('en')} values (each annotator's latest per item), more than it holds.`);
+
+const tooManyChars = (specName: string) =>
+  tooLarge(`The values of spec ${specName} in this queue hold more than ${MAX_VALUES_CHARS.toLocaleString('en')} characters of JSON together, more than the agreement compares.`);
+
+const valueTooLong = (specName: string, callId: string, user: string, chars: number) =>
+  tooLarge(
+    `The value of spec ${specName} that annotator ${user} gave the item of call ${callId} is ${chars.toLocaleString('en')} characters of JSON; agreement compares values of at most ${MAX_VALUE_CHARS.toLocaleString('en')}.`,
+  );
+
+/**
+ * Each annotator's latest annotation record per live item of one spec in one queue, with its
+ * value's JSON text. A record counts for the item whose call its svc_ref names, else for the one
+ * its call_ref names; the later record of an annotator and item wins (creation time, then id:
+ * feedback ids are lowercase UUIDs, which sort the same in JavaScript as in either database).
+ *
+ * First each annotator's latest record per pair of call ids its refs name (records whose refs
+ * name no call of the project count by their other ref alone, so they reach the same item either
+ * way); then the live items of those calls, by the unique index (queue_id, call_id), a few
+ * thousand calls per statement (a join per record cost SQLite several times the scan, and a
+ * PostgreSQL planner without statistics, on a queue just filled, may read every item per record).
+ */
+async function latestValues(db: SqlScope, scope: ValuesScope): Promise<LatestValues> {
+  const { deadline } = scope;
+  // The call ids in the refs, cut out by the database.
+  const prefix = callRef(scope.projectId, '');
   const prefixLength = [...prefix].length; // characters, as substr counts them on both databases
   const callOf = (column: string) => `case when substr(${column}, 1, ${prefixLength}) = ? then substr(${column}, ${prefixLength + 1}) end`;
-  const where = 'project_id = ? and queue_id = ? and feedback_type = ? and annotation_ref = ?';
-  const params = [prefix, prefix, projectId, queueId, `svc.annotation.${specName}`, ref];
-  // Annotation payloads always hold a value (feedback-rules.ts): SQL NULL never stands for one.
-  if (onPostgres(db)) {
-    // The creation time as epoch milliseconds in a float8 (exact below 2^53): no Date per row.
-    type Row = { svc_user_id: string; svc_call: string | null; ref_call: string | null; created_ms: number; id: string; value: unknown };
-    const rows = await sqlRows<Row>(
-      db,
-      `select svc_user_id, ${callOf('svc_ref')} as svc_call, ${callOf('call_ref')} as ref_call,
-              (extract(epoch from created_at) * 1000)::float8 as created_ms, id, payload -> 'value' as value
-         from feedback
-        where ${where}`,
-      params,
-    );
-    return rows.map((row) => [row.svc_user_id, row.svc_call, row.ref_call, row.created_ms, row.id, row.value]);
+  const sql: RecordsSql = {
+    prefix,
+    callOf,
+    where: 'f.project_id = ? and f.queue_id = ? and f.feedback_type = ? and f.annotation_ref = ?',
+    params: [scope.projectId, scope.queueId, `svc.annotation.${scope.specName}`, scope.ref],
+  };
+  const byRefs = onPostgres(db) ? await latestByRefsOnPostgres(db, scope, sql) : await latestByRefsOnSqlite(db, scope, sql);
+
+  const calls = new Set<string>();
+  for (const record of byRefs) {
+    if (record.svcCall !== null) calls.add(record.svcCall);
+    if (record.refCall !== null) calls.add(record.refCall);
   }
-  // created_at holds epoch milliseconds.
-  const [result] = await sqlRows<{ records: string }>(
-    db,
-    `select json_group_array(json_array(svc_user_id, ${callOf('svc_ref')}, ${callOf('call_ref')}, created_at, id, json(payload -> '$.value'))) as records
-       from feedback
-      where ${where}`,
-    params,
-  );
-  return JSON.parse(result!.records) as ValueRow[];
+  const items = new Map<string, { id: string; callId: string; createdMs: number }>();
+  const callIds = [...calls];
+  for (let start = 0; start < callIds.length; start += CALLS_PER_READ) {
+    deadline.check();
+    const part = callIds.slice(start, start + CALLS_PER_READ);
+    for (const [id, callId, createdMs] of await liveItemsOfCalls(db, scope.queueId, part)) items.set(callId, { id, callId, createdMs });
+  }
+
+  const latest = new LatestValues(scope.specName);
+  for (const record of byRefs) {
+    const item = (record.svcCall === null ? undefined : items.get(record.svcCall)) ?? (record.refCall === null ? undefined : items.get(record.refCall));
+    if (item) latest.add(item.id, item.callId, item.createdMs, record.user, { createdMs: record.createdMs, id: record.id, text: record.text });
+  }
+  // The latest records whose payload was too long to read in the scan: their values by id.
+  const unread = [...latest.unread()];
+  for (let start = 0; start < unread.length; start += IDS_PER_READ) {
+    deadline.check();
+    const part = unread.slice(start, start + IDS_PER_READ);
+    const byId = new Map(part.map((entry) => [entry.record.id, entry]));
+    for (const [id, chars, text] of await valuesById(db, scope.projectId, [...byId.keys()])) {
+      const { slot, user, record } = byId.get(id)!;
+      if (text === null) throw valueTooLong(scope.specName, slot.callId, user, chars);
+      latest.setText(slot, user, record, text);
+    }
+  }
+  return latest;
+}
+
+type ValuesScope = { projectId: string; queueId: string; specName: string; ref: string; deadline: AgreementDeadline };
+type RecordsSql = { prefix: string; callOf: (column: string) => string; where: string; params: unknown[] };
+/** An annotator's latest record for a pair of call ids (null where a ref names no call of the project); `text` as in Latest. */
+type RefsRecord = { user: string; svcCall: string | null; refCall: string | null; createdMs: number; id: string; text: string | null };
+
+/**
+ * Each annotator's latest record per pair of call ids, kept as the records are read in any order:
+ * at most MAX_VALUES of them, and MAX_VALUES_CHARS of the values read.
+ */
+class LatestByRefs {
+  readonly #latest = new Map<string, RefsRecord>();
+  #chars = 0;
+  readonly #specName: string;
+
+  constructor(specName: string) {
+    this.#specName = specName;
+  }
+
+  add(user: string, svcCall: string | null, refCall: string | null, createdMs: number, id: string, text: string | null): void {
+    // Call ids are never empty and hold no newline.
+    const key = `${user}\n${svcCall ?? ''}\n${refCall ?? ''}`;
+    const held = this.#latest.get(key);
+    if (held && !(createdMs !== held.createdMs ? createdMs > held.createdMs : id > held.id)) return;
+    if (!held && this.#latest.size >= MAX_VALUES) throw tooManyValues(this.#specName);
+    this.#chars += (text?.length ?? 0) - (held?.text?.length ?? 0);
+    if (this.#chars > MAX_VALUES_CHARS) throw tooManyChars(this.#specName);
+    this.#latest.set(key, { user, svcCall, refCall, createdMs, id, text });
+  }
+
+  records(): RefsRecord[] {
+    return [...this.#latest.values()];
+  }
 }
 
 /**
- * Whether record `a` was created after `b`, the later id breaking a tie (feedback ids are
- * lowercase UUIDs, which sort the same in JavaScript as in either database).
+ * PostgreSQL reads the spec's records through a cursor (in a read-only transaction),
+ * RECORDS_PER_READ at a time, in the order it finds them (no sort: a window or `distinct on`
+ * over annotator and refs made it sort every record, twice the cost of the read).
  */
-function isLater(a: ValueRow, b: ValueRow): boolean {
-  return a[3] !== b[3] ? a[3] > b[3] : a[4] > b[4];
+async function latestByRefsOnPostgres(db: SqlScope, scope: ValuesScope, records: RecordsSql): Promise<RefsRecord[]> {
+  const latest = new LatestByRefs(scope.specName);
+  // Times as epoch milliseconds in a float8 (exact below 2^53): no Date per row.
+  type Row = { svc_user_id: string; svc_call: string | null; ref_call: string | null; created_ms: number; id: string; value: string | null };
+  await sqlTransaction(db, async (tx) => {
+    await sqlRun(tx, 'set transaction read only');
+    await sqlRun(
+      tx,
+      `declare agreement_records no scroll cursor for
+         select f.svc_user_id, ${records.callOf('f.svc_ref')} as svc_call, ${records.callOf('f.call_ref')} as ref_call,
+                (extract(epoch from f.created_at) * 1000)::float8 as created_ms, f.id,
+                case when pg_column_size(f.payload) <= ? then (f.payload -> 'value')::text end as value
+           from feedback f
+          where ${records.where}`,
+      [records.prefix, records.prefix, INLINE_PAYLOAD_BYTES, ...records.params],
+    );
+    for (;;) {
+      scope.deadline.check();
+      const rows = await beforeDeadline(sqlRows<Row>(tx, `fetch ${RECORDS_PER_READ} from agreement_records`), scope.deadline);
+      for (const row of rows) latest.add(row.svc_user_id, row.svc_call, row.ref_call, row.created_ms, row.id, row.value);
+      if (rows.length < RECORDS_PER_READ) break;
+    }
+  });
+  return latest.records();
+}
+
+/**
+ * SQLite reads the spec's records by feedback_queue_idx in chunks of RECORDS_PER_READ in rowid
+ * order (a range of that index: no sort, which its synchronous driver would run in one piece),
+ * each one statement built as one JSON array by the database (one JSON.parse costs much less than
+ * a driver row per record), letting the event loop and other statements run between chunks.
+ */
+async function latestByRefsOnSqlite(db: SqlScope, scope: ValuesScope, records: RecordsSql): Promise<RefsRecord[]> {
+  const latest = new LatestByRefs(scope.specName);
+  // created_at holds epoch milliseconds. `|| ''` makes the value's JSON plain text, which
+  // json_array takes as a string (the JSON text the statistics parse) rather than as JSON.
+  const sql = `select json_group_array(json_array(svc_user_id, svc_call, ref_call, created_at, id, value)), max(rid), count(*)
+                 from (select f.rowid as rid, f.svc_user_id, ${records.callOf('f.svc_ref')} as svc_call, ${records.callOf('f.call_ref')} as ref_call,
+                              f.created_at, f.id, case when octet_length(f.payload) <= ? then json(f.payload -> '$.value') || '' end as value
+                         from feedback f
+                        where ${records.where} and f.rowid > ?
+                        order by f.rowid
+                        limit ?)`;
+  for (let after = 0; ; ) {
+    scope.deadline.check();
+    const [[chunk, last, count]] = (await sqliteArrays(db, sql, [records.prefix, records.prefix, INLINE_PAYLOAD_BYTES, ...records.params, after, RECORDS_PER_READ])) as [
+      [string, number, number],
+    ];
+    for (const record of JSON.parse(chunk) as [string, string | null, string | null, number, string, string | null][]) latest.add(...record);
+    if (count < RECORDS_PER_READ) break;
+    after = last;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  return latest.records();
+}
+
+/** [id, call id, creation time in epoch milliseconds] of the live items of the queue among these calls. */
+async function liveItemsOfCalls(db: SqlScope, queueId: string, callIds: string[]): Promise<[string, string, number][]> {
+  if (onPostgres(db)) {
+    type Row = { id: string; call_id: string; created_ms: number };
+    const rows = await sqlRows<Row>(
+      db,
+      `select id, call_id, (extract(epoch from created_at) * 1000)::float8 as created_ms
+         from annotation_queue_items where queue_id = ? and deleted_at is null and call_id = any(?)`,
+      [queueId, callIds],
+    );
+    return rows.map((row) => [row.id, row.call_id, row.created_ms]);
+  }
+  const rows = await sqliteArrays(
+    db,
+    `select id, call_id, created_at from annotation_queue_items where queue_id = ? and deleted_at is null and call_id in (${placeholders(callIds.length)})`,
+    [queueId, ...callIds],
+  );
+  return rows as [string, string, number][];
+}
+
+/** [id, characters of JSON, the value's JSON text when at most MAX_VALUE_CHARS] of these records. */
+async function valuesById(db: SqlScope, projectId: string, ids: string[]): Promise<[string, number, string | null][]> {
+  const valueOf = onPostgres(db) ? `(payload -> 'value')::text` : `json(payload -> '$.value')`;
+  const sql = `select id, length(value) as chars, case when length(value) <= ? then value end as value
+                 from (select id, ${valueOf} as value from feedback where project_id = ? and id in (${placeholders(ids.length)})) v`;
+  if (!onPostgres(db)) return (await sqliteArrays(db, sql, [MAX_VALUE_CHARS, projectId, ...ids])) as [string, number, string | null][];
+  type Row = { id: string; chars: number; value: string | null };
+  return (await sqlRows<Row>(db, sql, [MAX_VALUE_CHARS, projectId, ...ids])).map((row) => [row.id, row.chars, row.value]);
+}
+
+/** `work`'s result, or the deadline's 503 if it comes first (the statement itself ends by statement_timeout). */
+async function beforeDeadline<T>(work: Promise<T>, deadline: AgreementDeadline): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(agreementTimedOut(deadline.timeoutMs)), Math.max(0, deadline.remainingMs));
+  });
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
+    work.catch(() => undefined);
+  }
 }
 
 /** The spec a scorer ref names (a queue's scorer refs were checked to name stored specs). */

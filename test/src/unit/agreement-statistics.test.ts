@@ -2,7 +2,9 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   agreementStatistics,
+  krippendorffMetric,
   MAX_DISAGREEMENTS,
+  MAX_RATIO_DISTINCT,
   REASONS,
   type AgreementLevel,
   type AgreementStatistics,
@@ -310,5 +312,58 @@ describe('properties', () => {
         expectSameStatistics(agreementStatistics(toItems(mapped), lvl), agreementStatistics(toItems(rows), lvl));
       }),
     );
+  });
+});
+
+describe("the expected disagreement's sums over sorted values", () => {
+  /** Σ_c Σ_k n_c n_k δ²_ck over every pair of distinct values, with δ² as Krippendorff (2011) writes it. */
+  function pairwiseExpected(level: AgreementLevel, xs: number[], ns: number[]): number {
+    const delta = (c: number, k: number): number => {
+      if (c === k) return 0;
+      switch (level) {
+        case 'nominal':
+          return 1;
+        case 'ordinal': {
+          const [low, high] = c < k ? [c, k] : [k, c];
+          let between = 0;
+          for (let g = low; g <= high; g++) between += ns[g]!;
+          return (between - (ns[c]! + ns[k]!) / 2) ** 2;
+        }
+        case 'interval':
+          return (xs[c]! - xs[k]!) ** 2;
+        case 'ratio':
+          return ((xs[c]! - xs[k]!) / (xs[c]! + xs[k]!)) ** 2;
+      }
+    };
+    let sum = 0;
+    for (let c = 0; c < xs.length; c++) for (let k = 0; k < xs.length; k++) sum += ns[c]! * ns[k]! * delta(c, k);
+    return sum;
+  }
+
+  it('equal the pairwise sum at every level, on random distinct values and counts', () => {
+    const distinct = fc.uniqueArray(fc.double({ min: 0, max: 1e6, noNaN: true, noDefaultInfinity: true }), { minLength: 2, maxLength: 60 });
+    fc.assert(
+      fc.property(distinct, fc.array(fc.integer({ min: 1, max: 50 }), { minLength: 60, maxLength: 60 }), fc.constantFrom(...LEVELS), (values, counts, level) => {
+        const xs = [...values].sort((a, b) => a - b);
+        const ns = counts.slice(0, xs.length);
+        const want = pairwiseExpected(level, xs, ns);
+        const got = krippendorffMetric(level, { values: xs, counts: ns }).expected;
+        expect(Math.abs(got - want)).toBeLessThanOrEqual(1e-9 * Math.abs(want) + 1e-9);
+      }),
+    );
+  });
+
+  it(`ratio: past ${MAX_RATIO_DISTINCT.toLocaleString('en')} distinct values alpha is null with a reason; pairs and disagreements remain`, () => {
+    const count = MAX_RATIO_DISTINCT + 1;
+    const items = fromRows({ a: Array.from({ length: count }, (_, u) => u), b: Array.from({ length: count }, (_, u) => u + 0.5) });
+    const result = agreementStatistics(items, 'ratio');
+    expect(result).toMatchObject({ alpha: null, observed_agreement: null, items_pairable: count, values: 2 * count });
+    expect(result.reason).toBe(REASONS.tooManyDistinct(2 * count));
+    expect(result.reason).toBe('The ratio level computes alpha over at most 10,000 distinct values; these are 20,002.');
+    expect(result.pairs[0]!.kappa).toEqual(expect.any(Number));
+    expect(result.disagreements).toHaveLength(MAX_DISAGREEMENTS);
+    // One value fewer is computed.
+    const fewer = fromRows({ a: Array.from({ length: MAX_RATIO_DISTINCT / 2 }, (_, u) => u), b: Array.from({ length: MAX_RATIO_DISTINCT / 2 }, (_, u) => u + 0.5) });
+    expect(agreementStatistics(fewer, 'ratio').alpha).toEqual(expect.any(Number));
   });
 });

@@ -130,7 +130,7 @@ export const annotationQueuesRouter = router({
     )
     .input(AnnotationQueueAgreementReq)
     .output(AnnotationQueueAgreementRes)
-    .query(async ({ ctx, input }) => ({ agreement: await queueAgreement(ctx.db, ctx.user, input) })),
+    .query(async ({ ctx, input }) => ({ agreement: await queueAgreement(ctx.db, ctx.user, input, ctx.services.config.limits.agreementTimeoutMs) })),
 
   /**
    * Live events of one queue over server-sent events (typed door only, no REST route): what
