@@ -28,7 +28,8 @@ export const Agreement = z
   .strictObject({
     scorer_ref: z.string(),
     name: z.string(),
-    level: AgreementLevel,
+    /** null for free text, which has no agreement level (contract 5.7) unless `levels` names one. */
+    level: AgreementLevel.nullable(),
     annotators: z.array(z.string()),
     items_rated: z.int(),
     items_pairable: z.int(),

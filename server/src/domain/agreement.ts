@@ -58,7 +58,9 @@ export async function queueAgreement(db: SqlScope, user: AuthUser, req: Annotati
       const level = req.levels?.[ref] ?? levelOf(spec.field_schema);
       const latest = await latestValues(db, { projectId: req.project_id, queueId: queue.id, specName: spec.name, ref, deadline });
       const items = [...latest.items.values()];
-      const statistics = await statisticsInThread(latest.task(level, items), deadline);
+      // Free text is compared as it is (who gave a value, where they differ) but not rated.
+      const computed = await statisticsInThread(latest.task(level ?? 'nominal', items), deadline);
+      const statistics = level === null ? unrated(computed) : computed;
       // The values came from stored JSON payloads: they are JSON values.
       const disagreements = statistics.disagreements.map((d) => {
         const item = items[Number(d.item_id)]!;
@@ -385,11 +387,25 @@ async function specOf(db: SqlScope, projectId: string, ref: string): Promise<Spe
   return { name: row.name, field_schema: jsonFromSql(row.field_schema) };
 }
 
-/** The level a spec's schema implies: enums, booleans and strings nominal, integers ordinal, numbers interval. */
-export function levelOf(fieldSchema: unknown): AgreementLevel {
-  const schema = (fieldSchema ?? {}) as { enum?: unknown; type?: unknown };
-  if (schema.enum !== undefined) return 'nominal';
-  if (schema.type === 'integer') return 'ordinal';
-  if (schema.type === 'number') return 'interval';
+/**
+ * The level a spec's schema implies (contract 5.7): enums and booleans nominal, integers ordinal,
+ * numbers interval; free text (a string without enum) none — null. Nullable types count as the
+ * type they allow besides null.
+ */
+export function levelOf(fieldSchema: unknown): AgreementLevel | null {
+  const schema = (fieldSchema ?? {}) as { enum?: unknown; const?: unknown; type?: unknown };
+  if (schema.enum !== undefined || schema.const !== undefined) return 'nominal';
+  const types = (Array.isArray(schema.type) ? schema.type : [schema.type]).filter((type) => type !== 'null');
+  const type = types.length === 1 ? types[0] : undefined;
+  if (type === 'integer') return 'ordinal';
+  if (type === 'number') return 'interval';
+  if (type === 'string') return null;
   return 'nominal';
+}
+
+export const FREE_TEXT_REASON = 'free text has no agreement level';
+
+/** The statistics of a free-text spec: its values and pairs as compared, no coefficient. */
+function unrated<S extends { alpha: number | null; observed_agreement: number | null; pairs: { kappa: number | null }[]; reason: string | null }>(statistics: S): S {
+  return { ...statistics, alpha: null, observed_agreement: null, pairs: statistics.pairs.map((pair) => ({ ...pair, kappa: null })), reason: FREE_TEXT_REASON };
 }

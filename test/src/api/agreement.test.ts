@@ -89,6 +89,28 @@ describeEachBackend('agreement of a queue', (backend) => {
     expect(typed).toEqual(reply.body);
   });
 
+  it('does not rate free text: no level, no alpha and no kappa, with the reason, unless a level is asked for', async () => {
+    const comment = await createSpec(server, owner.api_key, projectId, 'comment', { type: 'string', maxLength: 200 });
+    const callIds = await createCalls(server, owner.api_key, projectId, [{ id: 'text-1' }, { id: 'text-2' }]);
+    const textQueue = await createQueue(server, owner.api_key, projectId, { scorer_refs: [comment.ref] });
+    await addItems(server, owner.api_key, projectId, textQueue, callIds);
+    for (const [i, annotator] of annotators.slice(0, 2).entries()) {
+      const batch = callIds.map((callId, n) => ({
+        project_id: projectId, svc_ref: callRefOf(projectId, callId), feedback_type: 'svc.annotation.comment', annotation_ref: comment.ref, queue_id: textQueue,
+        payload: { value: n === 0 ? 'fine' : `said by ${i}` },
+      }));
+      expect((await batchCreate(server, annotator.api_key, batch)).status).toBe(200);
+    }
+    const reply = await rest(server, 'POST', `/annotation_queues/${textQueue}/agreement`, { key: viewer.api_key, body: { project_id: projectId } });
+    expect(reply.status, reply.text).toBe(200);
+    const [text] = reply.body.agreement;
+    expect(text).toMatchObject({ name: 'comment', level: null, alpha: null, observed_agreement: null, reason: 'free text has no agreement level', items_pairable: 2 });
+    expect(text.pairs.map((pair: { kappa: number | null }) => pair.kappa)).toEqual([null]);
+    expect(text.disagreements.map((d: { call_id: string }) => d.call_id)).toEqual(['text-2']);
+    const asked = await rest(server, 'POST', `/annotation_queues/${textQueue}/agreement`, { key: viewer.api_key, body: { project_id: projectId, levels: { [comment.ref]: 'nominal' } } });
+    expect(asked.body.agreement[0]).toMatchObject({ level: 'nominal', reason: null, observed_agreement: 0.5 });
+  });
+
   it('refuses a scorer ref the queue does not have (400) and a queue that does not exist (404)', async () => {
     const foreign = await createSpec(server, owner.api_key, projectId, 'other', { type: 'boolean' });
     const notScorer = await rest(server, 'POST', `/annotation_queues/${queueId}/agreement`, {

@@ -506,8 +506,7 @@ export interface components {
         Agreement: {
             scorer_ref: string;
             name: string;
-            /** @enum {string} */
-            level: "nominal" | "ordinal" | "interval" | "ratio";
+            level: ("nominal" | "ordinal" | "interval" | "ratio") | null;
             annotators: string[];
             items_rated: number;
             items_pairable: number;

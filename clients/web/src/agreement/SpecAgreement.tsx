@@ -68,7 +68,8 @@ export function SpecAgreement({ agreement, meId, busy, onLevel, onOpen }: Props)
         </p>
         <p className="level">
           <label htmlFor={levelId}>Level of measurement</label>{' '}
-          <select id={levelId} value={agreement.level} onChange={(event) => onLevel(event.target.value as Level)}>
+          <select id={levelId} value={agreement.level ?? ''} onChange={(event) => event.target.value && onLevel(event.target.value as Level)}>
+            {agreement.level === null ? <option value="">none (free text is not rated)</option> : null}
             {Object.entries(LEVEL_WORDS).map(([level, words]) => (
               <option key={level} value={level}>
                 {words}

@@ -4,7 +4,8 @@ import { queryOptions } from '@tanstack/react-query';
 export type Agreement = RouterOutputs['annotationQueues']['agreement']['agreement'][number];
 export type AgreementPair = Agreement['pairs'][number];
 export type Disagreement = Agreement['disagreements'][number];
-export type Level = Agreement['level'];
+/** A level of measurement (an unrated free-text spec has none: null). */
+export type Level = NonNullable<Agreement['level']>;
 /** Levels of measurement chosen over those the specs' schemas imply, by scorer ref. */
 export type Levels = Record<string, Level>;
 
