@@ -22,6 +22,9 @@ const QUESTIONS = [
   'How do I cancel my subscription?',
 ];
 
+/** The demo's own reads are of its few small rows. */
+const DEMO_ANSWER_BYTES = 1024 * 1024;
+
 /**
  * A small data set to try the API with: user `demo` (admin of entity `demo`), and in project
  * `demo/chatbot` six recorded calls, a 1-5 helpfulness rubric, a review queue holding the calls,
@@ -52,7 +55,7 @@ export async function loadDemo(em: Em) {
     description: 'How helpful was the answer, from 1 (not at all) to 5 (fully)?',
     field_schema: { type: 'integer', minimum: 1, maximum: 5 },
   });
-  const [found] = await queryQueues(em, user, { project_id: DEMO_PROJECT, name: QUEUE_NAME }, { limit: 1, offset: 0, cursor: undefined });
+  const [found] = await queryQueues(em, user, { project_id: DEMO_PROJECT, name: QUEUE_NAME }, { limit: 1, offset: 0, cursor: undefined, bytes: DEMO_ANSWER_BYTES });
   const queue = found ?? (await createQueue(em, user, { project_id: DEMO_PROJECT, name: QUEUE_NAME, scorer_refs: [spec.ref] }, notifyOnlyPublisher));
   await addItems(em, user, { project_id: DEMO_PROJECT, queue_id: queue.id, call_ids: calls.map((call) => call.id) }, calls.length, notifyOnlyPublisher);
   await createFeedbackBatch(

@@ -3,7 +3,20 @@ import type { ValidateFunction } from 'ajv';
 import type { AuthUser } from '../auth/authenticate.ts';
 import { AnnotationQueueRecord, AnnotationSpecRecord } from '../db/entities.ts';
 import type { Em } from '../db/orm.ts';
-import { Conditions, isoFromSql, jsonFromSql, onPostgres, placeholders, sqlDate, sqliteArrays, sqlRows, sqlRun, sqlTransaction, type SqlScope } from '../db/sql.ts';
+import {
+  Conditions,
+  isoFromSql,
+  jsonFromSql,
+  onPostgres,
+  placeholders,
+  sqlDate,
+  sqliteArrays,
+  sqlRows,
+  sqlRun,
+  sqlTransaction,
+  storedBytes,
+  type SqlScope,
+} from '../db/sql.ts';
 import { ensureProject, requireProjectAccess } from './access.ts';
 import { conflict, DomainError, invalid, notFound } from './errors.ts';
 import { lockQueuesForWrite } from './annotation-queues.ts';
@@ -11,7 +24,8 @@ import { checkFeedback, lookupsNeeded, noSuchQueue, type FeedbackLookups } from 
 import { contentHash, firstPositions, insertThenCompare } from './idempotency.ts';
 import { compileFieldSchema } from './json-schema.ts';
 import { decodeCursor, encodeCursor, keyset, orderSql, queryFingerprint, type KeysetKey } from './cursor.ts';
-import { pageOf, type CursorPage, type Page } from './paging.ts';
+import { cursorPage, type CursorPage, type Page } from './paging.ts';
+import { budgetedPage } from './answer-budget.ts';
 import { newId } from './ids.ts';
 
 const CHUNK = 1000;
@@ -315,13 +329,33 @@ export async function queryFeedback(db: SqlScope, user: AuthUser, req: FeedbackQ
     const bound = keyset(keys, decodeCursor(db, page.cursor, fingerprint, keys).values, 'after');
     where.add(bound.sql, ...bound.params);
   }
-  const selected = `select ${SELECTED.join(', ')} from feedback where ${where.sql} order by ${orderSql(keys)} limit ? offset ?`;
-  const params = [...where.params, page.limit + 1, page.offset];
-  const read = onPostgres(db)
-    ? (await sqlRows<Record<string, unknown>>(db, selected, params)).map(toFeedbackDto)
-    : (await sqliteArrays(db, selected, params)).map(feedbackOfValues);
-  return pageOf(read, page.limit, (row) => encodeCursor(fingerprint, keys, row));
+  const rest = `from feedback where ${where.sql} order by ${orderSql(keys)} limit ? offset ?`;
+  const params = (count: number) => [...where.params, count, page.offset];
+  const selected = `select ${SELECTED.join(', ')} ${rest}`;
+  const read = await budgetedPage({
+    limit: page.limit,
+    budget: page.bytes,
+    sizes: async (count) =>
+      (await sqlRows<{ id: string; bytes: number | string }>(db, `select id, ${feedbackBytes(db)} as bytes ${rest}`, params(count))).map((row) => ({
+        name: `Feedback record "${row.id}" of project ${req.project_id}`,
+        bytes: row.bytes,
+      })),
+    read: async (count) =>
+      onPostgres(db)
+        ? (await sqlRows<Record<string, unknown>>(db, selected, params(count))).map(toFeedbackDto)
+        : (await sqliteArrays(db, selected, params(count))).map(feedbackOfValues),
+  });
+  return cursorPage(read, (row) => encodeCursor(fingerprint, keys, row), (row) => row);
 }
+
+/** The bytes of a record's JSON in an answer, as stored: its payload and text columns, plus field names, times and ids. */
+function feedbackBytes(db: SqlScope): string {
+  const text = ['svc_ref', 'feedback_type', 'creator', 'annotation_ref', 'runnable_ref', 'call_ref', 'trigger_ref', 'queue_id', 'project_id', 'id', 'svc_user_id'];
+  return `${[storedBytes(db, 'payload', 'json'), ...text.map((column) => storedBytes(db, column))].join(' + ')} + ${FEEDBACK_FRAME_BYTES}`;
+}
+
+/** Field names, punctuation and created_at of a record's JSON. */
+const FEEDBACK_FRAME_BYTES = 240;
 
 /** What a feedback query selects, in the response's field order. */
 const SELECTED = [

@@ -1,30 +1,39 @@
+import type { BudgetedPage } from './answer-budget.ts';
 import { invalid } from './errors.ts';
 
 export type Paging = { limit?: number | undefined; offset?: number | undefined; cursor?: string | undefined };
-/** A page to read: `limit` rows from `offset`, or after `cursor` (never both). */
-export type Page = { limit: number; offset: number; cursor: string | undefined };
+/**
+ * A page to read: `limit` rows from `offset`, or after `cursor` (never both), whose answer holds at
+ * most `bytes` of JSON (answer-budget.ts).
+ */
+export type Page = { limit: number; offset: number; cursor: string | undefined; bytes: number };
 
 export const DEFAULT_LIMIT = 100;
 
-/** Resolves a query's limit, offset and cursor against the server's maximum. */
-export function resolvePaging(paging: Paging, maxLimit: number): Page {
+/** Resolves a query's limit, offset and cursor against the server's limits. */
+export function resolvePaging(paging: Paging, limits: { queryLimit: number; responseBytes: number }): Page {
   const limit = paging.limit ?? DEFAULT_LIMIT;
+  const maxLimit = limits.queryLimit;
   if (limit > maxLimit) throw invalid(`limit must be at most ${maxLimit}.`);
   if (paging.cursor !== undefined && paging.offset !== undefined) {
     throw invalid('cursor and offset cannot be used together: a cursor already says where its page starts.');
   }
-  return { limit, offset: paging.offset ?? 0, cursor: paging.cursor };
+  return { limit, offset: paging.offset ?? 0, cursor: paging.cursor, bytes: limits.responseBytes };
 }
 
 /** A page of rows and the cursor of the page after it (null at the end). */
 export type CursorPage<T> = { rows: T[]; nextCursor: string | null };
 
 /**
- * The page out of `limit + 1` rows read: the extra row only tells that another page exists, so
- * that the last page says so (`next_cursor: null`) instead of leading to an empty one.
+ * The next cursor of a page read within its budget (answer-budget.ts): after its last row when more
+ * rows follow, so that the last page says so (`null`) instead of leading to an empty one.
  */
-export function pageOf<R>(rows: R[], limit: number, cursorAfter: (row: R) => string): CursorPage<R> {
-  if (rows.length <= limit) return { rows, nextCursor: null };
-  const page = rows.slice(0, limit);
-  return { rows: page, nextCursor: cursorAfter(page.at(-1)!) };
+export function nextCursorOf<R>(page: BudgetedPage<R>, cursorAfter: (row: R) => string): string | null {
+  const last = page.rows.at(-1);
+  return page.more && last !== undefined ? cursorAfter(last) : null;
+}
+
+/** A page read within its budget as a cursor page of its rows' answers. */
+export function cursorPage<R, T>(page: BudgetedPage<R>, cursorAfter: (row: R) => string, toDto: (row: R) => T): CursorPage<T> {
+  return { rows: page.rows.map(toDto), nextCursor: nextCursorOf(page, cursorAfter) };
 }
