@@ -90,7 +90,7 @@ export const annotationQueuesRouter = router({
     .input(AnnotationQueueQueryReq)
     .output(AnnotationQueueQueryRes)
     .query(async ({ ctx, input }) => ({
-      queues: await queryQueues(ctx.unitOfWork(), ctx.user, input, resolvePaging(input, ctx.services.config.limits)),
+      queues: await queryQueues(ctx.db, ctx.user, input, resolvePaging(input, ctx.services.config.limits)),
     })),
 
   stats: protectedProcedure

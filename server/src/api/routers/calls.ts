@@ -12,7 +12,7 @@ export const callsRouter = router({
     .mutation(async ({ ctx, input }) => ({ res: await createCalls(ctx.db, ctx.user, input.batch) })),
 
   read: protectedProcedure
-    .meta(rest({ method: 'GET', path: '/calls/{call_id}', tags: ['calls'], summary: 'Read one call', answers: [404] }))
+    .meta(rest({ method: 'GET', path: '/calls/{call_id}', tags: ['calls'], summary: 'Read one call', answers: [404, 413] }))
     .input(CallReadReq)
     .output(CallReadRes)
     .query(async ({ ctx, input }) => ({ call: await readCall(ctx.db, ctx.user, input.project_id, input.call_id, ctx.services.config.limits.responseBytes) })),
