@@ -6,8 +6,8 @@ import { tooLarge } from './errors.ts';
 // of each row's columns) before any content is read, so that a row that does not fit is never
 // fetched.
 
-/** A row's size, as its query's size statement gives it, and what names it in a refusal. */
-export type SizedRow = { name: string; bytes: number | string | bigint };
+/** A row's id and size, as its query's size statement gives them, and what names it in a refusal. */
+export type SizedRow = { id: string; name: string; bytes: number | string | bigint };
 
 /** The 413 for a row that no answer may hold (it alone is over the budget). */
 export function rowTooLarge(name: string, bytes: number, budget: number) {
@@ -37,21 +37,30 @@ export type BudgetedPage<R> = { rows: R[]; more: boolean };
 
 /**
  * Reads a page of at most `limit` rows whose answer fits in `budget` bytes, in two statements of
- * the same query: `sizes(limit + 1)` gives the size of each of the first limit + 1 rows (small:
- * keys and lengths), then `read(count)` fetches the content of the `count` that fit. A page cut
- * short by the budget says that more follow, as one cut by its limit does (contract 5.6 allows a
- * page of fewer rows than `limit` with a next cursor).
+ * the same query: `sizes(limit + 1)` gives the id and size of each of the first limit + 1 rows
+ * (small: keys and lengths), then `read(count, ids)` fetches the content of the `count` that fit
+ * (see pageRows). A page cut short by the budget says that more follow, as one cut by its limit
+ * does (contract 5.6 allows a page of fewer rows than `limit` with a next cursor).
  */
 export async function budgetedPage<R>(options: {
   limit: number;
   budget: number;
   sizes: (count: number) => Promise<SizedRow[]>;
-  read: (count: number) => Promise<R[]>;
+  read: (count: number, ids: string[]) => Promise<R[]>;
 }): Promise<BudgetedPage<R>> {
   const sizes = await options.sizes(options.limit + 1);
   const count = rowsThatFit(sizes.slice(0, options.limit), options.budget);
-  const rows = count ? await options.read(count) : [];
+  const rows = count ? await options.read(count, sizes.slice(0, count).map((row) => row.id)) : [];
   return { rows, more: sizes.length > count };
+}
+
+/**
+ * The condition that picks a page's rows for its content statement, which reads the first `count`
+ * rows of the query (no offset): nothing more from the query's start or a cursor; from an offset,
+ * the ids the size statement found, so that the rows before the offset are not counted twice.
+ */
+export function pageRows(column: string, offset: number, ids: readonly string[]): { sql: string; params: unknown[] } {
+  return offset ? { sql: ` and ${column} in (${ids.map(() => '?').join(', ')})`, params: [...ids] } : { sql: '', params: [] };
 }
 
 /**

@@ -14,7 +14,7 @@ import {
   type SqlScope,
 } from '../db/sql.ts';
 import { ensureProject, requireProjectAccess } from './access.ts';
-import { budgetedPage, rowTooLarge } from './answer-budget.ts';
+import { budgetedPage, pageRows, rowTooLarge } from './answer-budget.ts';
 import { conflict, invalid, notFound } from './errors.ts';
 import { contentHash, firstPositions, insertThenCompare } from './idempotency.ts';
 import { decodeCursor, encodeCursor, keyset, orderSql, queryFingerprint, type KeysetKey } from './cursor.ts';
@@ -210,15 +210,22 @@ export async function queryCalls(db: SqlScope, user: AuthUser, query: CallQueryR
     const bound = keyset(CALL_KEYS, decodeCursor(db, page.cursor, fingerprint, CALL_KEYS).values, 'after');
     where.add(bound.sql, ...bound.params);
   }
-  const rest = `from calls where ${where.sql} order by ${orderSql(CALL_KEYS)} limit ? offset ?`;
+  const order = `order by ${orderSql(CALL_KEYS)}`;
   const read = await budgetedPage({
     limit: page.limit,
     budget: page.bytes,
     sizes: async (count) =>
-      (await sqlRows<{ id: string; bytes: number | string }>(db, `select id, ${callBytes(db)} as bytes ${rest}`, [...where.params, count, page.offset])).map(
-        (row) => ({ name: callName(query.project_id, row.id), bytes: row.bytes }),
-      ),
-    read: (count) => sqlRows<CallSqlRow>(db, `select ${callColumns(db)} ${rest}`, [...where.params, count, page.offset]),
+      (
+        await sqlRows<{ id: string; bytes: number | string }>(db, `select id, ${callBytes(db)} as bytes from calls where ${where.sql} ${order} limit ? offset ?`, [
+          ...where.params,
+          count,
+          page.offset,
+        ])
+      ).map((row) => ({ id: row.id, name: callName(query.project_id, row.id), bytes: row.bytes })),
+    read: (count, ids) => {
+      const only = pageRows('id', page.offset, ids);
+      return sqlRows<CallSqlRow>(db, `select ${callColumns(db)} from calls where ${where.sql}${only.sql} ${order} limit ?`, [...where.params, ...only.params, count]);
+    },
   });
   return cursorPage(read, (row) => encodeCursor(fingerprint, CALL_KEYS, row), toCallDto);
 }

@@ -20,7 +20,7 @@ import { liveQueue, lockQueuesForWrite, queueWriteLockTerm } from './annotation-
 import { notFound, tooLarge } from './errors.ts';
 import { decodeCursor, encodeCursor, keyset, orderSql, queryFingerprint, type DecodedCursor, type KeysetKey } from './cursor.ts';
 import { nextCursorOf, type Page } from './paging.ts';
-import { budgetedPage } from './answer-budget.ts';
+import { budgetedPage, pageRows } from './answer-budget.ts';
 import { newId } from './ids.ts';
 
 const CHUNK = 500;
@@ -196,17 +196,22 @@ export async function queryItems(
     const bound = keyset(keys, cursor.values, 'after');
     where.add(bound.sql, ...bound.params);
   }
-  const rest = `from annotation_queue_items i where ${where.sql} order by ${orderSql(keys)} limit ? offset ?`;
-  const params = (count: number) => [...where.params, count, page.offset];
+  const order = `order by ${orderSql(keys)}`;
   const read = await budgetedPage({
     limit: page.limit,
     budget: page.bytes,
     sizes: async (count) =>
-      (await sqlRows<{ id: string; bytes: number | string }>(db, `select i.id, ${itemBytes(db)} as bytes ${rest}`, params(count))).map((row) => ({
-        name: `Item "${row.id}" of annotation queue "${req.queue_id}"`,
-        bytes: row.bytes,
-      })),
-    read: (count) => sqlRows<ItemRow>(db, `select ${ITEM_COLUMNS} ${rest}`, params(count)),
+      (
+        await sqlRows<{ id: string; bytes: number | string }>(db, `select i.id, ${itemBytes(db)} as bytes from annotation_queue_items i where ${where.sql} ${order} limit ? offset ?`, [
+          ...where.params,
+          count,
+          page.offset,
+        ])
+      ).map((row) => ({ id: row.id, name: `Item "${row.id}" of annotation queue "${req.queue_id}"`, bytes: row.bytes })),
+    read: (count, ids) => {
+      const only = pageRows('i.id', page.offset, ids);
+      return sqlRows<ItemRow>(db, `select ${ITEM_COLUMNS} from annotation_queue_items i where ${where.sql}${only.sql} ${order} limit ?`, [...where.params, ...only.params, count]);
+    },
   });
   const rows = read.rows;
   // The rank of the row before the page, when it is known without a query: every position on an

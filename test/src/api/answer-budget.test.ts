@@ -52,6 +52,13 @@ describeEachBackend('answer budget', (backend) => {
     expect(pages.map((page) => page.length)).toEqual([4, 4, 2]);
     expect(pages.flat().map((call) => call.id)).toEqual(ids);
     expect(pages.flat().every((call) => call.inputs.text.length === 60_000)).toBe(true);
+    // From an offset too: the four after it, and a cursor to the rest.
+    const deeper = await rest(server, 'POST', '/calls/query', { key: viewer.api_key, body: { project_id: projectId, limit: 10, offset: 5 } });
+    expect(deeper.status, deeper.text.slice(0, 300)).toBe(200);
+    expect(deeper.body.calls.map((call: { id: string }) => call.id)).toEqual(ids.slice(5, 9));
+    const last = await rest(server, 'POST', '/calls/query', { key: viewer.api_key, body: { project_id: projectId, cursor: deeper.body.next_cursor } });
+    expect(last.body.calls.map((call: { id: string }) => call.id)).toEqual(ids.slice(9));
+    expect(last.body.next_cursor).toBeNull();
   });
 
   it('calls: one call larger than the budget is a 413 naming it, through the query and the read, and the calls before it are answered', async () => {
