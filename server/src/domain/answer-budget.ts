@@ -1,3 +1,4 @@
+import { placeholders, sqlRows, type Conditions, type SqlScope } from '../db/sql.ts';
 import { tooLarge } from './errors.ts';
 
 // Every answer that lists rows holds at most a byte budget of JSON (LOUPE_MAX_RESPONSE_BYTES): a
@@ -6,8 +7,8 @@ import { tooLarge } from './errors.ts';
 // of each row's columns) before any content is read, so that a row that does not fit is never
 // fetched.
 
-/** A row's id and size, as its query's size statement gives them, and what names it in a refusal. */
-export type SizedRow = { id: string; name: string; bytes: number | string | bigint };
+/** A row's size, as its query's size statement gives it, and what names it in a refusal. */
+export type SizedRow = { name: string; bytes: number | string | bigint };
 
 /** The 413 for a row that no answer may hold (it alone is over the budget). */
 export function rowTooLarge(name: string, bytes: number, budget: number) {
@@ -35,32 +36,48 @@ export function rowsThatFit(sizes: readonly SizedRow[], budget: number): number 
 /** A page read within the budget: its rows, and whether rows follow it. */
 export type BudgetedPage<R> = { rows: R[]; more: boolean };
 
-/**
- * Reads a page of at most `limit` rows whose answer fits in `budget` bytes, in two statements of
- * the same query: `sizes(limit + 1)` gives the id and size of each of the first limit + 1 rows
- * (small: keys and lengths), then `read(count, ids)` fetches the content of the `count` that fit
- * (see pageRows). A page cut short by the budget says that more follow, as one cut by its limit
- * does (contract 5.6 allows a page of fewer rows than `limit` with a next cursor).
- */
-export async function budgetedPage<R>(options: {
+/** A keyset or offset page of one table, as SQL pieces (see budgetedPage). */
+export type PageQuery = {
+  db: SqlScope;
+  /** The table, with the alias the other pieces use if any: `calls`, `annotation_queue_items i`. */
+  from: string;
+  /** The column of a row's id, unique within the query's filter: `id`, `i.id`. */
+  id: string;
+  /** The columns that identify a row in the table: `project_id, id`, `i.id`. */
+  key: string;
+  where: Conditions;
+  /** `order by …` of the query. */
+  order: string;
+  /** A row's size in bytes, in SQL (see storedBytes). */
+  bytes: string;
+  /** What a refusal calls the row with this id. */
+  name: (id: string) => string;
   limit: number;
+  offset: number;
   budget: number;
-  sizes: (count: number) => Promise<SizedRow[]>;
-  read: (count: number, ids: string[]) => Promise<R[]>;
-}): Promise<BudgetedPage<R>> {
-  const sizes = await options.sizes(options.limit + 1);
-  const count = rowsThatFit(sizes.slice(0, options.limit), options.budget);
-  const rows = count ? await options.read(count, sizes.slice(0, count).map((row) => row.id)) : [];
-  return { rows, more: sizes.length > count };
-}
+};
 
 /**
- * The condition that picks a page's rows for its content statement, which reads the first `count`
- * rows of the query (no offset): nothing more from the query's start or a cursor; from an offset,
- * the ids the size statement found, so that the rows before the offset are not counted twice.
+ * Reads a page of at most `limit` rows whose answer fits in `budget` bytes, in two statements: the
+ * id and size of each of the page's first limit + 1 rows (small: keys and lengths), then the
+ * content of those that fit, picked by their ids (`read` adds `only` to its query's filter), so
+ * that nothing written in between is read unweighed. A page cut short by the budget says that
+ * more follow, as one cut by its limit does (contract 5.6 allows a page of fewer rows than
+ * `limit` with a next cursor).
  */
-export function pageRows(column: string, offset: number, ids: readonly string[]): { sql: string; params: unknown[] } {
-  return offset ? { sql: ` and ${column} in (${ids.map(() => '?').join(', ')})`, params: [...ids] } : { sql: '', params: [] };
+export async function budgetedPage<R>(query: PageQuery, read: (only: { sql: string; params: unknown[] }) => Promise<R[]>): Promise<BudgetedPage<R>> {
+  const { db, from, id, key, where, order, bytes } = query;
+  const count = query.limit + 1;
+  // From an offset, the rows are found by their keys alone first: a size in the select list would
+  // be computed for every row the offset skips as well (PostgreSQL measures jsonb as its text).
+  const [sql, params] = query.offset
+    ? [`select ${id} as id, ${bytes} as bytes from ${from} where (${key}) in (select ${key} from ${from} where ${where.sql} ${order} limit ? offset ?) ${order}`, [...where.params, count, query.offset]]
+    : [`select ${id} as id, ${bytes} as bytes from ${from} where ${where.sql} ${order} limit ?`, [...where.params, count]];
+  const sizes = (await sqlRows<{ id: string; bytes: number | string }>(db, sql, params)).map((row) => ({ ...row, name: query.name(row.id) }));
+  const fit = rowsThatFit(sizes.slice(0, query.limit), query.budget);
+  const ids = sizes.slice(0, fit).map((row) => row.id);
+  const rows = fit ? await read({ sql: ` and ${id} in (${placeholders(fit)})`, params: ids }) : [];
+  return { rows, more: sizes.length > fit };
 }
 
 /**

@@ -14,7 +14,7 @@ import {
   type SqlScope,
 } from '../db/sql.ts';
 import { ensureProject, requireProjectAccess } from './access.ts';
-import { budgetedPage, pageRows, rowTooLarge } from './answer-budget.ts';
+import { budgetedPage, rowTooLarge } from './answer-budget.ts';
 import { conflict, invalid, notFound } from './errors.ts';
 import { contentHash, firstPositions, insertThenCompare } from './idempotency.ts';
 import { decodeCursor, encodeCursor, keyset, orderSql, queryFingerprint, type KeysetKey } from './cursor.ts';
@@ -211,21 +211,21 @@ export async function queryCalls(db: SqlScope, user: AuthUser, query: CallQueryR
     where.add(bound.sql, ...bound.params);
   }
   const order = `order by ${orderSql(CALL_KEYS)}`;
-  const read = await budgetedPage({
-    limit: page.limit,
-    budget: page.bytes,
-    sizes: async (count) =>
-      (
-        await sqlRows<{ id: string; bytes: number | string }>(db, `select id, ${callBytes(db)} as bytes from calls where ${where.sql} ${order} limit ? offset ?`, [
-          ...where.params,
-          count,
-          page.offset,
-        ])
-      ).map((row) => ({ id: row.id, name: callName(query.project_id, row.id), bytes: row.bytes })),
-    read: (count, ids) => {
-      const only = pageRows('id', page.offset, ids);
-      return sqlRows<CallSqlRow>(db, `select ${callColumns(db)} from calls where ${where.sql}${only.sql} ${order} limit ?`, [...where.params, ...only.params, count]);
+  const read = await budgetedPage(
+    {
+      db,
+      from: 'calls',
+      id: 'id',
+      key: 'project_id, id',
+      where,
+      order,
+      bytes: callBytes(db),
+      name: (id) => callName(query.project_id, id),
+      limit: page.limit,
+      offset: page.offset,
+      budget: page.bytes,
     },
-  });
+    (only) => sqlRows<CallSqlRow>(db, `select ${callColumns(db)} from calls where ${where.sql}${only.sql} ${order}`, [...where.params, ...only.params]),
+  );
   return cursorPage(read, (row) => encodeCursor(fingerprint, CALL_KEYS, row), toCallDto);
 }

@@ -25,7 +25,7 @@ import { contentHash, firstPositions, insertThenCompare } from './idempotency.ts
 import { compileFieldSchema } from './json-schema.ts';
 import { decodeCursor, encodeCursor, keyset, orderSql, queryFingerprint, type KeysetKey } from './cursor.ts';
 import { cursorPage, type CursorPage, type Page } from './paging.ts';
-import { budgetedPage, pageRows } from './answer-budget.ts';
+import { budgetedPage } from './answer-budget.ts';
 import { newId } from './ids.ts';
 
 const CHUNK = 1000;
@@ -330,24 +330,26 @@ export async function queryFeedback(db: SqlScope, user: AuthUser, req: FeedbackQ
     where.add(bound.sql, ...bound.params);
   }
   const order = `order by ${orderSql(keys)}`;
-  const read = await budgetedPage({
-    limit: page.limit,
-    budget: page.bytes,
-    sizes: async (count) =>
-      (
-        await sqlRows<{ id: string; bytes: number | string }>(db, `select id, ${feedbackBytes(db)} as bytes from feedback where ${where.sql} ${order} limit ? offset ?`, [
-          ...where.params,
-          count,
-          page.offset,
-        ])
-      ).map((row) => ({ id: row.id, name: `Feedback record "${row.id}" of project ${req.project_id}`, bytes: row.bytes })),
-    read: async (count, ids) => {
-      const only = pageRows('id', page.offset, ids);
-      const selected = `select ${SELECTED.join(', ')} from feedback where ${where.sql}${only.sql} ${order} limit ?`;
-      const params = [...where.params, ...only.params, count];
+  const read = await budgetedPage(
+    {
+      db,
+      from: 'feedback',
+      id: 'id',
+      key: 'project_id, id',
+      where,
+      order,
+      bytes: feedbackBytes(db),
+      name: (id) => `Feedback record "${id}" of project ${req.project_id}`,
+      limit: page.limit,
+      offset: page.offset,
+      budget: page.bytes,
+    },
+    async (only) => {
+      const selected = `select ${SELECTED.join(', ')} from feedback where ${where.sql}${only.sql} ${order}`;
+      const params = [...where.params, ...only.params];
       return onPostgres(db) ? (await sqlRows<Record<string, unknown>>(db, selected, params)).map(toFeedbackDto) : (await sqliteArrays(db, selected, params)).map(feedbackOfValues);
     },
-  });
+  );
   return cursorPage(read, (row) => encodeCursor(fingerprint, keys, row), (row) => row);
 }
 

@@ -20,7 +20,7 @@ import { liveQueue, lockQueuesForWrite, queueWriteLockTerm } from './annotation-
 import { notFound, tooLarge } from './errors.ts';
 import { decodeCursor, encodeCursor, keyset, orderSql, queryFingerprint, type DecodedCursor, type KeysetKey } from './cursor.ts';
 import { nextCursorOf, type Page } from './paging.ts';
-import { budgetedPage, pageRows } from './answer-budget.ts';
+import { budgetedPage } from './answer-budget.ts';
 import { newId } from './ids.ts';
 
 const CHUNK = 500;
@@ -197,22 +197,22 @@ export async function queryItems(
     where.add(bound.sql, ...bound.params);
   }
   const order = `order by ${orderSql(keys)}`;
-  const read = await budgetedPage({
-    limit: page.limit,
-    budget: page.bytes,
-    sizes: async (count) =>
-      (
-        await sqlRows<{ id: string; bytes: number | string }>(db, `select i.id, ${itemBytes(db)} as bytes from annotation_queue_items i where ${where.sql} ${order} limit ? offset ?`, [
-          ...where.params,
-          count,
-          page.offset,
-        ])
-      ).map((row) => ({ id: row.id, name: `Item "${row.id}" of annotation queue "${req.queue_id}"`, bytes: row.bytes })),
-    read: (count, ids) => {
-      const only = pageRows('i.id', page.offset, ids);
-      return sqlRows<ItemRow>(db, `select ${ITEM_COLUMNS} from annotation_queue_items i where ${where.sql}${only.sql} ${order} limit ?`, [...where.params, ...only.params, count]);
+  const read = await budgetedPage(
+    {
+      db,
+      from: 'annotation_queue_items i',
+      id: 'i.id',
+      key: 'i.id',
+      where,
+      order,
+      bytes: itemBytes(db),
+      name: (id) => `Item "${id}" of annotation queue "${req.queue_id}"`,
+      limit: page.limit,
+      offset: page.offset,
+      budget: page.bytes,
     },
-  });
+    (only) => sqlRows<ItemRow>(db, `select ${ITEM_COLUMNS} from annotation_queue_items i where ${where.sql}${only.sql} ${order}`, [...where.params, ...only.params]),
+  );
   const rows = read.rows;
   // The rank of the row before the page, when it is known without a query: every position on an
   // unfiltered page follows from it, so that its next cursor carries one even when not asked for.
