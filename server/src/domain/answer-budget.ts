@@ -7,8 +7,8 @@ import { tooLarge } from './errors.ts';
 // of each row's columns) before any content is read, so that a row that does not fit is never
 // fetched.
 
-/** A row's size, as its query's size statement gives it, and what names it in a refusal. */
-export type SizedRow = { name: string; bytes: number | string | bigint };
+/** A row's id and size, as its query's size statement gives them. */
+type SizedRow = { id: string; bytes: number | string | bigint };
 
 /** The 413 for a row that no answer may hold (it alone is over the budget). */
 export function rowTooLarge(name: string, bytes: number, budget: number) {
@@ -20,13 +20,13 @@ export function rowTooLarge(name: string, bytes: number, budget: number) {
 /**
  * How many of a page's first rows, in order, fit within `budget` bytes together (`sizes` holds the
  * candidates, at most the page's limit). The first row always counts: if it alone passes the
- * budget, no page could ever hold it, and the answer is a 413 that names it.
+ * budget, no page could ever hold it, and the answer is a 413 that names it (`name`).
  */
-export function rowsThatFit(sizes: readonly SizedRow[], budget: number): number {
+function rowsThatFit(sizes: readonly SizedRow[], budget: number, name: (id: string) => string): number {
   let total = 0;
   for (const [index, row] of sizes.entries()) {
     const bytes = Number(row.bytes);
-    if (index === 0 && bytes > budget) throw rowTooLarge(row.name, bytes, budget);
+    if (index === 0 && bytes > budget) throw rowTooLarge(name(row.id), bytes, budget);
     if (total + bytes > budget) return index;
     total += bytes;
   }
@@ -73,8 +73,8 @@ export async function budgetedPage<R>(query: PageQuery, read: (only: { sql: stri
   const [sql, params] = query.offset
     ? [`select ${id} as id, ${bytes} as bytes from ${from} where (${key}) in (select ${key} from ${from} where ${where.sql} ${order} limit ? offset ?) ${order}`, [...where.params, count, query.offset]]
     : [`select ${id} as id, ${bytes} as bytes from ${from} where ${where.sql} ${order} limit ?`, [...where.params, count]];
-  const sizes = (await sqlRows<{ id: string; bytes: number | string }>(db, sql, params)).map((row) => ({ ...row, name: query.name(row.id) }));
-  const fit = rowsThatFit(sizes.slice(0, query.limit), query.budget);
+  const sizes = await sqlRows<SizedRow>(db, sql, params);
+  const fit = rowsThatFit(sizes.slice(0, query.limit), query.budget, query.name);
   const ids = sizes.slice(0, fit).map((row) => row.id);
   const rows = fit ? await read({ sql: ` and ${id} in (${placeholders(fit)})`, params: ids }) : [];
   return { rows, more: sizes.length > fit };
