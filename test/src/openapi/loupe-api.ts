@@ -1670,7 +1670,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         items: components["schemas"]["AnnotationQueueItem"][];
-                        /** @description cursor of the next page in the same order and filter; null when there is none */
+                        /** @description cursor of the next page in the same order and filter; null when there is none. A page may hold fewer rows than `limit` and still name a next page: an answer holds at most the server's byte budget (LOUPE_MAX_RESPONSE_BYTES) */
                         next_cursor: string | null;
                     };
                 };
@@ -2558,7 +2558,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         calls: components["schemas"]["Call"][];
-                        /** @description cursor of the next page in the same order and filter; null when there is none */
+                        /** @description cursor of the next page in the same order and filter; null when there is none. A page may hold fewer rows than `limit` and still name a next page: an answer holds at most the server's byte budget (LOUPE_MAX_RESPONSE_BYTES) */
                         next_cursor: string | null;
                     };
                 };
@@ -2934,7 +2934,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         result: components["schemas"]["Feedback"][];
-                        /** @description cursor of the next page in the same order and filter; null when there is none */
+                        /** @description cursor of the next page in the same order and filter; null when there is none. A page may hold fewer rows than `limit` and still name a next page: an answer holds at most the server's byte budget (LOUPE_MAX_RESPONSE_BYTES) */
                         next_cursor: string | null;
                     };
                 };
