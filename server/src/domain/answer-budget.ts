@@ -1,4 +1,4 @@
-import { placeholders, sqlRows, type Conditions, type SqlScope } from '../db/sql.ts';
+import { sqlRows, type Conditions, type SqlScope } from '../db/sql.ts';
 import { tooLarge } from './errors.ts';
 
 // Every answer that lists rows holds at most a byte budget of JSON (LOUPE_MAX_RESPONSE_BYTES): a
@@ -60,12 +60,13 @@ export type PageQuery = {
 /**
  * Reads a page of at most `limit` rows whose answer fits in `budget` bytes, in two statements: the
  * id and size of each of the page's first limit + 1 rows (small: keys and lengths), then the
- * content of those that fit, picked by their ids (`read` adds `only` to its query's filter), so
- * that nothing written in between is read unweighed. A page cut short by the budget says that
- * more follow, as one cut by its limit does (contract 5.6 allows a page of fewer rows than
- * `limit` with a next cursor).
+ * content of those that fit, by their ids (`read.rows`; the rows come back in the page's order),
+ * so that nothing written in between is read unweighed. By id alone, not in the query's order
+ * with its filter: PostgreSQL would rather walk the order's index and test every row's id. A page
+ * cut short by the budget says that more follow, as one cut by its limit does (contract 5.6
+ * allows a page of fewer rows than `limit` with a next cursor).
  */
-export async function budgetedPage<R>(query: PageQuery, read: (only: { sql: string; params: unknown[] }) => Promise<R[]>): Promise<BudgetedPage<R>> {
+export async function budgetedPage<R>(query: PageQuery, read: { rows: (ids: string[]) => Promise<R[]>; id: (row: R) => string }): Promise<BudgetedPage<R>> {
   const { db, from, id, key, where, order, bytes } = query;
   const count = query.limit + 1;
   // From an offset, the rows are found by their keys alone first: a size in the select list would
@@ -76,7 +77,8 @@ export async function budgetedPage<R>(query: PageQuery, read: (only: { sql: stri
   const sizes = await sqlRows<SizedRow>(db, sql, params);
   const fit = rowsThatFit(sizes.slice(0, query.limit), query.budget, query.name);
   const ids = sizes.slice(0, fit).map((row) => row.id);
-  const rows = fit ? await read({ sql: ` and ${id} in (${placeholders(fit)})`, params: ids }) : [];
+  const place = new Map(ids.map((rowId, index) => [rowId, index]));
+  const rows = fit ? (await read.rows(ids)).sort((a, b) => place.get(read.id(a))! - place.get(read.id(b))!) : [];
   return { rows, more: sizes.length > fit };
 }
 

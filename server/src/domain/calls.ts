@@ -225,7 +225,10 @@ export async function queryCalls(db: SqlScope, user: AuthUser, query: CallQueryR
       offset: page.offset,
       budget: page.bytes,
     },
-    (only) => sqlRows<CallSqlRow>(db, `select ${callColumns(db)} from calls where ${where.sql}${only.sql} ${order}`, [...where.params, ...only.params]),
+    {
+      rows: (ids) => sqlRows<CallSqlRow>(db, `select ${callColumns(db)} from calls where project_id = ? and id in (${placeholders(ids.length)})`, [query.project_id, ...ids]),
+      id: (row) => row.id,
+    },
   );
   return cursorPage(read, (row) => encodeCursor(fingerprint, CALL_KEYS, row), toCallDto);
 }

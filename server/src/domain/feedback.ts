@@ -344,10 +344,13 @@ export async function queryFeedback(db: SqlScope, user: AuthUser, req: FeedbackQ
       offset: page.offset,
       budget: page.bytes,
     },
-    async (only) => {
-      const selected = `select ${SELECTED.join(', ')} from feedback where ${where.sql}${only.sql} ${order}`;
-      const params = [...where.params, ...only.params];
-      return onPostgres(db) ? (await sqlRows<Record<string, unknown>>(db, selected, params)).map(toFeedbackDto) : (await sqliteArrays(db, selected, params)).map(feedbackOfValues);
+    {
+      async rows(ids) {
+        const selected = `select ${SELECTED.join(', ')} from feedback where project_id = ? and id in (${placeholders(ids.length)})`;
+        const params = [req.project_id, ...ids];
+        return onPostgres(db) ? (await sqlRows<Record<string, unknown>>(db, selected, params)).map(toFeedbackDto) : (await sqliteArrays(db, selected, params)).map(feedbackOfValues);
+      },
+      id: (row) => row.id,
     },
   );
   return cursorPage(read, (row) => encodeCursor(fingerprint, keys, row), (row) => row);

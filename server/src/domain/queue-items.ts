@@ -211,7 +211,7 @@ export async function queryItems(
       offset: page.offset,
       budget: page.bytes,
     },
-    (only) => sqlRows<ItemRow>(db, `select ${ITEM_COLUMNS} from annotation_queue_items i where ${where.sql}${only.sql} ${order}`, [...where.params, ...only.params]),
+    { rows: (ids) => sqlRows<ItemRow>(db, `select ${ITEM_COLUMNS} from annotation_queue_items i where i.id in (${placeholders(ids.length)}) and i.deleted_at is null`, ids), id: (row) => row.id },
   );
   const rows = read.rows;
   // The rank of the row before the page, when it is known without a query: every position on an
