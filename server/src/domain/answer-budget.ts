@@ -1,4 +1,5 @@
 import { sqlRows, type Conditions, type SqlScope } from '../db/sql.ts';
+import { bodyWeight, measureJson } from '../http/json-shape.ts';
 import { tooLarge } from './errors.ts';
 
 // Every answer that lists rows holds at most a byte budget of JSON (LOUPE_MAX_RESPONSE_BYTES): a
@@ -58,15 +59,28 @@ export type PageQuery = {
 };
 
 /**
+ * How a page's content is read: `rows` fetches the rows with these ids (in any order), `id` names
+ * a fetched row, `density` gives the bytes its JSON costs beyond its length (see jsonDensity),
+ * `convert` makes its answer.
+ */
+export type PageRead<W, R> = {
+  rows: (ids: string[]) => Promise<W[]>;
+  id: (row: W) => string;
+  density: (row: W) => number;
+  convert: (row: W) => R;
+};
+
+/**
  * Reads a page of at most `limit` rows whose answer fits in `budget` bytes, in two statements: the
  * id and size of each of the page's first limit + 1 rows (small: keys and lengths), then the
- * content of those that fit, by their ids (`read.rows`; the rows come back in the page's order),
- * so that nothing written in between is read unweighed. By id alone, not in the query's order
- * with its filter: PostgreSQL would rather walk the order's index and test every row's id. A page
- * cut short by the budget says that more follow, as one cut by its limit does (contract 5.6
- * allows a page of fewer rows than `limit` with a next cursor).
+ * content of those that fit, by their ids, so that nothing written in between is read unweighed.
+ * By id alone, not in the query's order with its filter: PostgreSQL would rather walk the order's
+ * index and test every row's id. Each row's JSON is weighed again before it is parsed (its
+ * density), and the page ends before a row that would pass the budget then. A page cut short by
+ * the budget says that more follow, as one cut by its limit does (contract 5.6 allows a page of
+ * fewer rows than `limit` with a next cursor).
  */
-export async function budgetedPage<R>(query: PageQuery, read: { rows: (ids: string[]) => Promise<R[]>; id: (row: R) => string }): Promise<BudgetedPage<R>> {
+export async function budgetedPage<W, R>(query: PageQuery, read: PageRead<W, R>): Promise<BudgetedPage<R>> {
   const { db, from, id, key, where, order, bytes } = query;
   const count = query.limit + 1;
   // From an offset, the rows are found by their keys alone first: a size in the select list would
@@ -76,10 +90,33 @@ export async function budgetedPage<R>(query: PageQuery, read: { rows: (ids: stri
     : [`select ${id} as id, ${bytes} as bytes from ${from} where ${where.sql} ${order} limit ?`, [...where.params, count]];
   const sizes = await sqlRows<SizedRow>(db, sql, params);
   const fit = rowsThatFit(sizes.slice(0, query.limit), query.budget, query.name);
-  const ids = sizes.slice(0, fit).map((row) => row.id);
-  const place = new Map(ids.map((rowId, index) => [rowId, index]));
-  const rows = fit ? (await read.rows(ids)).sort((a, b) => place.get(read.id(a))! - place.get(read.id(b))!) : [];
+  if (!fit) return { rows: [], more: sizes.length > 0 };
+  const fetched = new Map((await read.rows(sizes.slice(0, fit).map((row) => row.id))).map((row) => [read.id(row), row]));
+  const rows: R[] = [];
+  let total = 0;
+  for (const [index, size] of sizes.slice(0, fit).entries()) {
+    const row = fetched.get(size.id);
+    if (!row) continue; // deleted since it was weighed
+    const weight = Number(size.bytes) + read.density(row);
+    if (index === 0 && weight > query.budget) throw rowTooLarge(query.name(size.id), weight, query.budget);
+    if (total + weight > query.budget) return { rows, more: true };
+    total += weight;
+    rows.push(read.convert(row));
+  }
   return { rows, more: sizes.length > fit };
+}
+
+/**
+ * What a JSON text costs in the heap beyond its length, in bytes of the budget: parsed, each
+ * object or array takes far more than its two characters (`[[],[],…]` is 3 bytes of text per
+ * array, each array ~60 bytes of heap, and output validation may copy it), each value a little
+ * more. Weighed as a request body is (http/json-shape.ts), a quarter of it since the budget counts
+ * bytes of text, so that an answer weighs as the body that stored it.
+ */
+export function jsonDensity(text: string | null): number {
+  if (text === null) return 0;
+  const bytes = Buffer.from(text);
+  return bodyWeight(bytes.length, measureJson(bytes, Number.POSITIVE_INFINITY)) / 4 - bytes.length;
 }
 
 /**

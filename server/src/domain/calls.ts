@@ -14,7 +14,7 @@ import {
   type SqlScope,
 } from '../db/sql.ts';
 import { ensureProject, requireProjectAccess } from './access.ts';
-import { budgetedPage, rowTooLarge } from './answer-budget.ts';
+import { budgetedPage, jsonDensity, rowTooLarge } from './answer-budget.ts';
 import { conflict, invalid, notFound } from './errors.ts';
 import { contentHash, firstPositions, insertThenCompare } from './idempotency.ts';
 import { decodeCursor, encodeCursor, keyset, orderSql, queryFingerprint, type KeysetKey } from './cursor.ts';
@@ -81,6 +81,11 @@ export function toCallDto(row: CallSqlRow): CallDto {
     created_at: isoFromSql(row.created_at),
     created_by: row.created_by,
   };
+}
+
+/** What a call's JSON columns cost beyond their length (see jsonDensity). */
+function callDensity(row: CallSqlRow): number {
+  return jsonDensity(row.inputs) + jsonDensity(row.output) + jsonDensity(row.attributes);
 }
 
 function parseJson(text: string | null): unknown {
@@ -188,6 +193,8 @@ export async function readCall(db: SqlScope, user: AuthUser, projectId: string, 
   if (Number(size.bytes) > budget) throw rowTooLarge(callName(projectId, callId), Number(size.bytes), budget);
   const [row] = await sqlRows<CallSqlRow>(db, `select ${callColumns(db)} ${where}`, [projectId, callId]);
   if (!row) throw notFound(`Call "${callId}" does not exist in project ${projectId}.`);
+  const weight = Number(size.bytes) + callDensity(row);
+  if (weight > budget) throw rowTooLarge(callName(projectId, callId), weight, budget);
   return toCallDto(row);
 }
 
@@ -228,7 +235,9 @@ export async function queryCalls(db: SqlScope, user: AuthUser, query: CallQueryR
     {
       rows: (ids) => sqlRows<CallSqlRow>(db, `select ${callColumns(db)} from calls where project_id = ? and id in (${placeholders(ids.length)})`, [query.project_id, ...ids]),
       id: (row) => row.id,
+      density: callDensity,
+      convert: toCallDto,
     },
   );
-  return cursorPage(read, (row) => encodeCursor(fingerprint, CALL_KEYS, row), toCallDto);
+  return cursorPage(read, (call) => encodeCursor(fingerprint, CALL_KEYS, call));
 }

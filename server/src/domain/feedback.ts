@@ -6,6 +6,7 @@ import type { Em } from '../db/orm.ts';
 import {
   Conditions,
   isoFromSql,
+  jsonAsText,
   jsonFromSql,
   onPostgres,
   placeholders,
@@ -25,7 +26,7 @@ import { contentHash, firstPositions, insertThenCompare } from './idempotency.ts
 import { compileFieldSchema } from './json-schema.ts';
 import { decodeCursor, encodeCursor, keyset, orderSql, queryFingerprint, type KeysetKey } from './cursor.ts';
 import { cursorPage, type CursorPage, type Page } from './paging.ts';
-import { budgetedPage } from './answer-budget.ts';
+import { budgetedPage, jsonDensity } from './answer-budget.ts';
 import { newId } from './ids.ts';
 
 const CHUNK = 1000;
@@ -345,15 +346,21 @@ export async function queryFeedback(db: SqlScope, user: AuthUser, req: FeedbackQ
       budget: page.bytes,
     },
     {
-      async rows(ids) {
-        const selected = `select ${SELECTED.join(', ')} from feedback where project_id = ? and id in (${placeholders(ids.length)})`;
+      async rows(ids): Promise<StoredRecord[]> {
+        const selected = `select ${SELECTED.map((column) => (column === 'payload' ? `${jsonAsText(db, column)} as payload` : column)).join(', ')}
+          from feedback where project_id = ? and id in (${placeholders(ids.length)})`;
         const params = [req.project_id, ...ids];
-        return onPostgres(db) ? (await sqlRows<Record<string, unknown>>(db, selected, params)).map(toFeedbackDto) : (await sqliteArrays(db, selected, params)).map(feedbackOfValues);
+        if (onPostgres(db)) {
+          return (await sqlRows<Record<string, unknown>>(db, selected, params)).map((row) => ({ id: row.id as string, payload: row.payload as string, dto: () => toFeedbackDto(row) }));
+        }
+        return (await sqliteArrays(db, selected, params)).map((values) => ({ id: values[0] as string, payload: values[4] as string, dto: () => feedbackOfValues(values) }));
       },
-      id: (row) => row.id,
+      id: (record) => record.id,
+      density: (record) => jsonDensity(record.payload),
+      convert: (record) => record.dto(),
     },
   );
-  return cursorPage(read, (row) => encodeCursor(fingerprint, keys, row), (row) => row);
+  return cursorPage(read, (row) => encodeCursor(fingerprint, keys, row));
 }
 
 /** The bytes of a record's JSON in an answer, as stored: its payload and text columns, plus field names, times and ids. */
@@ -364,6 +371,9 @@ function feedbackBytes(db: SqlScope): string {
 
 /** Field names, punctuation and created_at of a record's JSON. */
 const FEEDBACK_FRAME_BYTES = 240;
+
+/** A record as read, its payload still JSON text: weighed before it is parsed. */
+type StoredRecord = { id: string; payload: string; dto: () => Feedback };
 
 /** What a feedback query selects, in the response's field order. */
 const SELECTED = [

@@ -33,7 +33,7 @@ export function nextCursorOf<R>(page: BudgetedPage<R>, cursorAfter: (row: R) => 
   return page.more && last !== undefined ? cursorAfter(last) : null;
 }
 
-/** A page read within its budget as a cursor page of its rows' answers. */
-export function cursorPage<R, T>(page: BudgetedPage<R>, cursorAfter: (row: R) => string, toDto: (row: R) => T): CursorPage<T> {
-  return { rows: page.rows.map(toDto), nextCursor: nextCursorOf(page, cursorAfter) };
+/** A page read within its budget as a cursor page. */
+export function cursorPage<R>(page: BudgetedPage<R>, cursorAfter: (row: R) => string): CursorPage<R> {
+  return { rows: page.rows, nextCursor: nextCursorOf(page, cursorAfter) };
 }

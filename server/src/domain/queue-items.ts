@@ -211,7 +211,13 @@ export async function queryItems(
       offset: page.offset,
       budget: page.bytes,
     },
-    { rows: (ids) => sqlRows<ItemRow>(db, `select ${ITEM_COLUMNS} from annotation_queue_items i where i.id in (${placeholders(ids.length)}) and i.deleted_at is null`, ids), id: (row) => row.id },
+    {
+      rows: (ids) => sqlRows<ItemRow>(db, `select ${ITEM_COLUMNS} from annotation_queue_items i where i.id in (${placeholders(ids.length)}) and i.deleted_at is null`, ids),
+      id: (row) => row.id,
+      // Display fields are a flat list of at most 256 strings: their length is their weight.
+      density: () => 0,
+      convert: (row) => row,
+    },
   );
   const rows = read.rows;
   // The rank of the row before the page, when it is known without a query: every position on an

@@ -100,6 +100,30 @@ describeEachBackend('answer budget', (backend) => {
     expect(refused.body.reason).toContain(`Feedback record "${huge.id}"`);
   });
 
+  it('feedback and calls: JSON of many small objects or arrays weighs what it costs parsed, not its length', async () => {
+    const projectId = `acme/${uniqueId('dense')}`;
+    // 1,000 empty arrays: 3 KB of text, ~50 KB of budget (as a body of that shape weighs).
+    const batch = Array.from({ length: 12 }, (_, i) => freeForm(projectId, { feedback_type: 'dense', payload: { i, a: Array.from({ length: 1000 }, () => []) } }));
+    expect((await batchCreate(server, member.api_key, batch)).status).toBe(200);
+    const pages = await allPages('/feedback/query', { project_id: projectId, limit: 12, filter: { feedback_types: ['dense'] } }, (reply) => reply.body.result);
+    expect(pages.length).toBeGreaterThanOrEqual(3);
+    expect(pages.slice(0, -1).every((page) => page.length >= 4 && page.length <= 5)).toBe(true);
+    expect(new Set(pages.flat().map((record) => record.id))).toEqual(new Set(batch.map((element) => element.id)));
+
+    // 20,000 empty arrays: 60 KB of text, far past the budget parsed.
+    const denser = freeForm(projectId, { feedback_type: 'denser', payload: { a: Array.from({ length: 20_000 }, () => []) } });
+    expect((await batchCreate(server, member.api_key, [denser])).status).toBe(200);
+    const refused = await rest(server, 'POST', '/feedback/query', { key: viewer.api_key, body: { project_id: projectId, filter: { feedback_types: ['denser'] } } });
+    expect(refused.status, refused.text).toBe(413);
+    expect(refused.body.reason).toContain(`Feedback record "${denser.id}"`);
+    await createCalls(server, member.api_key, projectId, [{ id: 'dense-call', inputs: { a: Array.from({ length: 20_000 }, () => []) } }]);
+    const read = await rest(server, 'GET', `/calls/dense-call${projectQuery(projectId)}`, { key: viewer.api_key });
+    expect(read.status, read.text).toBe(413);
+    expect(read.body.reason).toContain('Call "dense-call"');
+    const query = await rest(server, 'POST', '/calls/query', { key: viewer.api_key, body: { project_id: projectId } });
+    expect(query.status, query.text).toBe(413);
+  });
+
   it('items: pages stop at the budget, with positions that count on across the short pages', async () => {
     const projectId = `acme/${uniqueId('items')}`;
     const callIds = await createCalls(server, member.api_key, projectId, Array.from({ length: 10 }, (_, i) => ({ id: `c${i}` })));
