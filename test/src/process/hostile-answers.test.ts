@@ -173,4 +173,22 @@ describeEachBackend('hostile answers (the server as npm start runs it)', (backen
     );
     expect(peak).toBeLessThan(RSS_BOUND_MB);
   }, 900_000);
+  it("answers a viewer's query over 40 feedback records of 1 MB of empty arrays (each ~20 MB parsed) one record a page", async () => {
+    const projectId = 'acme/dense';
+    const ids: string[] = [];
+    // 349,000 empty arrays: just under the 1 MiB payload limit; one record per request, as its body weighs ~70 MB.
+    const payload = `{"a":[${Array(349_000).fill('[]').join(',')}]}`;
+    for (let i = 0; i < 40; i++) {
+      const id = randomUUID();
+      ids.push(id);
+      const stored = await call('POST', '/feedback/batch/create', member.api_key, `{"batch":[{"project_id":"${projectId}","id":"${id}","svc_ref":"svc:///${projectId}/call/c","feedback_type":"dense","payload":${payload}}]}`);
+      expect(stored.status, stored.text.slice(0, 300)).toBe(200);
+    }
+    const { result: pages, slowestHealthMs } = await withHealth(pagesOf('/feedback/query', { project_id: projectId, limit: 40 }, (answer) => answer.body.result));
+    expect(pages.sizes).toEqual(Array(40).fill(1));
+    expect(new Set(pages.rows)).toEqual(new Set(ids));
+    const peak = peakRssMb(server.child.pid!);
+    console.info(`[${backend}] 40 × 1 MB dense feedback: pages ${pages.sizes.join(',')}; slowest /health ${slowestHealthMs.toFixed(0)} ms; peak RSS ${peak.toFixed(0)} MB`);
+    expect(peak).toBeLessThan(RSS_BOUND_MB);
+  }, 900_000);
 });
