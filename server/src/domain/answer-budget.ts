@@ -6,7 +6,7 @@ import { tooLarge } from './errors.ts';
 // stored row may be as large as a request body, so `limit` alone does not bound an answer, and
 // building one past the heap kills the process. Sizes come from the database (the stored length
 // of each row's columns) before any content is read, so that a row that does not fit is never
-// fetched.
+// fetched; each fetched row's JSON is weighed again, before it is parsed, for what parsing costs.
 
 /** A row's id and size, as its query's size statement gives them. */
 type SizedRow = { id: string; bytes: number | string | bigint };
@@ -94,11 +94,11 @@ export async function budgetedPage<W, R>(query: PageQuery, read: PageRead<W, R>)
   const fetched = new Map((await read.rows(sizes.slice(0, fit).map((row) => row.id))).map((row) => [read.id(row), row]));
   const rows: R[] = [];
   let total = 0;
-  for (const [index, size] of sizes.slice(0, fit).entries()) {
+  for (const size of sizes.slice(0, fit)) {
     const row = fetched.get(size.id);
     if (!row) continue; // deleted since it was weighed
     const weight = Number(size.bytes) + read.density(row);
-    if (index === 0 && weight > query.budget) throw rowTooLarge(query.name(size.id), weight, query.budget);
+    if (!rows.length && weight > query.budget) throw rowTooLarge(query.name(size.id), weight, query.budget);
     if (total + weight > query.budget) return { rows, more: true };
     total += weight;
     rows.push(read.convert(row));
