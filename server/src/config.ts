@@ -87,6 +87,7 @@ const Env = z.object({
   LOUPE_MAX_PAYLOAD_BYTES: int(1, 1024 ** 3).default(1024 * 1024),
   LOUPE_MAX_CALL_IDS: int(1, 1_000_000).default(10_000),
   LOUPE_MAX_QUERY_LIMIT: int(1, 1_000_000).default(10_000),
+  LOUPE_MAX_RESPONSE_BYTES: int(64 * 1024, 1024 ** 3).default(32 * 1024 * 1024),
   LOUPE_AUTH_FAILURES_PER_MINUTE: int(1, 1_000_000).default(20),
   LOUPE_AGREEMENT_TIMEOUT_MS: int(1, 600_000).default(10_000),
   LOUPE_DB_POOL_SIZE: int(1, 1000).default(10),
@@ -129,6 +130,8 @@ export type Config = {
     payloadBytes: number;
     callIdsPerAdd: number;
     queryLimit: number;
+    /** The most JSON one answer of a query or read may hold, as its rows are stored (see domain/answer-budget.ts). */
+    responseBytes: number;
     authFailuresPerMinute: number;
     /** How long one agreement request may take (reads, waiting for a slot, statistics) before 503. */
     agreementTimeoutMs: number;
@@ -178,6 +181,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       payloadBytes: e.LOUPE_MAX_PAYLOAD_BYTES,
       callIdsPerAdd: e.LOUPE_MAX_CALL_IDS,
       queryLimit: e.LOUPE_MAX_QUERY_LIMIT,
+      responseBytes: e.LOUPE_MAX_RESPONSE_BYTES,
       authFailuresPerMinute: e.LOUPE_AUTH_FAILURES_PER_MINUTE,
       agreementTimeoutMs: e.LOUPE_AGREEMENT_TIMEOUT_MS,
     },

@@ -16,7 +16,11 @@ export const Cursor = z
   .max(4096)
   .meta({ description: 'next_cursor of the previous page, unchanged; not with offset' });
 /** Where the page after this one starts; null on the last page. */
-export const NextCursor = z.string().nullable().meta({ description: 'cursor of the next page in the same order and filter; null when there is none' });
+export const NextCursor = z.string().nullable().meta({
+  description:
+    'cursor of the next page in the same order and filter; null when there is none. A page may hold fewer rows than ' +
+    '`limit` and still name a next page: an answer holds at most the server\'s byte budget (LOUPE_MAX_RESPONSE_BYTES)',
+});
 
 /**
  * Values of one query filter (ids, names, states): bounded, so that a query stays a handful of

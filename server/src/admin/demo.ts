@@ -58,6 +58,9 @@ const AGENT_CALLS: { id: string; op_name: string; offsetMs: number; durationMs: 
   { id: 'demo-agent-answer', op_name: 'llm.answer', offsetMs: 3800, durationMs: 2300, inputs: { messages: [{ role: 'system', content: SYSTEM }, { role: 'user', content: 'Did my order #51920 ship, and can I still add a stove to it?' }, { role: 'tool', content: '{"status":"shipped","shipped_at":"2026-11-01"}' }] }, output: { role: 'assistant', content: 'Your order **shipped yesterday** with PostNord, so nothing can be added to it now; please place a new order for the stove.' }, attributes: { model: 'gpt-5', input_tokens: 402, output_tokens: 48 } },
 ];
 
+/** The demo's own reads are of its few small rows. */
+const DEMO_ANSWER_BYTES = 1024 * 1024;
+
 /**
  * What an annotator gave chat `n` (helpfulness 1-5, correct, tone). The three mostly agree and
  * differ on a few chats, by one step or on the yes/no, as people do.
@@ -90,7 +93,7 @@ async function annotator(em: Em, username: string): Promise<AuthUser> {
 }
 
 async function queueNamed(em: Em, user: AuthUser, name: string, fields: { scorer_refs: string[]; description: string; annotations_per_item?: number }): Promise<string> {
-  const [found] = await queryQueues(em, user, { project_id: PROJECT, name }, { limit: 10, offset: 0, cursor: undefined });
+  const [found] = await queryQueues(em, user, { project_id: PROJECT, name }, { limit: 10, offset: 0, cursor: undefined, bytes: DEMO_ANSWER_BYTES });
   if (found && found.name === name) return found.id;
   return (await createQueue(em, user, { project_id: PROJECT, name, ...fields }, notifyOnlyPublisher)).id;
 }

@@ -15,7 +15,9 @@ const STATUS_DESCRIPTIONS: Record<string, string> = {
   '403': 'Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing).',
   '404': 'A record the request names (in its path or body) does not exist in that project, or is deleted.',
   '409': 'A client-chosen id already exists with different content.',
-  '413': 'The body, or a batch in it, is larger than one request may carry: split it.',
+  '413':
+    'The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than ' +
+    'LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it.',
   '415': 'The body is not plain UTF-8 JSON (Content-Type: application/json; no Content-Encoding).',
   '429': 'Too many failed authentications from this client; retry after Retry-After seconds.',
   '500': 'An unexpected error; `request_id` identifies it in the server log.',

@@ -1,7 +1,7 @@
 import type { OpenApiMeta } from 'trpc-to-openapi';
 
 /** Statuses only some operations answer; every other status follows from the operation's kind. */
-type OwnStatus = 304 | 404 | 409;
+type OwnStatus = 304 | 404 | 409 | 413;
 
 type RestOperation = {
   method: 'GET' | 'POST' | 'PUT' | 'DELETE';
@@ -11,7 +11,10 @@ type RestOperation = {
   description?: string;
   /** Open to anonymous callers (the model list); every other operation needs credentials. */
   public?: true;
-  /** 404 where the request names a record that may not exist; 409 where a client id may clash. */
+  /**
+   * 404 where the request names a record that may not exist; 409 where a client id may clash; 413
+   * where a read without a body names a record larger than an answer may hold.
+   */
   answers?: OwnStatus[];
 };
 

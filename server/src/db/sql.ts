@@ -100,6 +100,27 @@ export function jsonFromSql<T>(value: unknown): T {
   return (typeof value === 'string' ? JSON.parse(value) : value) as T;
 }
 
+/**
+ * A JSON column as text: SQLite stores it as text; PostgreSQL's jsonb is asked for as text too, so
+ * that both return what `JSON.parse` reads (the driver would parse a jsonb string value itself).
+ */
+export function jsonAsText(db: SqlScope, column: string): string {
+  return onPostgres(db) ? `${column}::text` : column;
+}
+
+/**
+ * SQL for the bytes of a column's value as stored (0 for null), a JSON column as its text. On
+ * SQLite the length comes from the record's header, without reading the value.
+ */
+export function storedBytes(db: SqlScope, column: string, kind: 'json' | 'text' = 'text'): string {
+  return `coalesce(octet_length(${kind === 'json' ? jsonAsText(db, column) : column}), 0)`;
+}
+
+/** A JSON value as a query parameter for a JSON column, with its placeholder (`?::jsonb` on PostgreSQL). */
+export function jsonPlaceholder(db: SqlScope): string {
+  return onPostgres(db) ? '?::jsonb' : '?';
+}
+
 /** `?, ?, ?` for a list of parameters. */
 export function placeholders(count: number): string {
   return Array.from({ length: count }, () => '?').join(', ');

@@ -3,10 +3,11 @@ import type { AnnotationQueue, AnnotationQueueCreateReq, AnnotationQueueQueryReq
 import type { AuthUser } from './auth-user.ts';
 import { AnnotationQueueRecord } from '../db/entities.ts';
 import type { Em } from '../db/orm.ts';
-import { dateFromSql, jsonFromSql, onPostgres, placeholders, sqlDate, sqlRows, sqlRun, type SqlScope } from '../db/sql.ts';
+import { Conditions, dateFromSql, jsonFromSql, onPostgres, placeholders, sqlDate, sqlRows, sqlRun, storedBytes, type SqlScope } from '../db/sql.ts';
 import { publishingTransaction, queueEvent, type QueueEventPublisher } from './queue-events.ts';
 import { ensureProject, requireProjectAccess } from './access.ts';
 import { resolveSpecRef } from './annotation-specs.ts';
+import { requireAnswerFits } from './answer-budget.ts';
 import { notFound } from './errors.ts';
 import type { Page } from './paging.ts';
 import { newId } from './ids.ts';
@@ -45,6 +46,8 @@ type QueueSqlRow = {
   updated_at: unknown;
 };
 
+const QUEUE_COLUMNS = 'id, project_id, name, description, scorer_refs, annotations_per_item, lease_seconds, created_at, created_by, updated_at';
+
 /**
  * The live queues of a project with these ids, in the order asked: each must exist in that
  * project and not be deleted, else 404 (for the first one that does not). The one check of a
@@ -54,28 +57,32 @@ export async function liveQueues(db: SqlScope, projectId: string, queueIds: read
   if (!queueIds.length) return [];
   const rows = await sqlRows<QueueSqlRow>(
     db,
-    `select id, project_id, name, description, scorer_refs, annotations_per_item, lease_seconds, created_at, created_by, updated_at
-       from annotation_queues where id in (${placeholders(queueIds.length)}) and project_id = ? and deleted_at is null`,
+    `select ${QUEUE_COLUMNS} from annotation_queues where id in (${placeholders(queueIds.length)}) and project_id = ? and deleted_at is null`,
     [...queueIds, projectId],
   );
   const byId = new Map(rows.map((row) => [row.id, row]));
   return queueIds.map((id) => {
     const row = byId.get(id);
     if (!row) throw notFound(`Annotation queue "${id}" does not exist in project ${projectId}.`);
-    return {
-      id: row.id,
-      projectId: row.project_id,
-      name: row.name,
-      description: row.description,
-      scorerRefs: jsonFromSql<string[]>(row.scorer_refs),
-      annotationsPerItem: Number(row.annotations_per_item),
-      leaseSeconds: Number(row.lease_seconds),
-      createdAt: dateFromSql(row.created_at),
-      createdBy: row.created_by,
-      updatedAt: dateFromSql(row.updated_at),
-      deletedAt: null,
-    };
+    return queueOfSql(row);
   });
+}
+
+/** A live queue from its QUEUE_COLUMNS. */
+function queueOfSql(row: QueueSqlRow): QueueRow {
+  return {
+    id: row.id,
+    projectId: row.project_id,
+    name: row.name,
+    description: row.description,
+    scorerRefs: jsonFromSql<string[]>(row.scorer_refs),
+    annotationsPerItem: Number(row.annotations_per_item),
+    leaseSeconds: Number(row.lease_seconds),
+    createdAt: dateFromSql(row.created_at),
+    createdBy: row.created_by,
+    updatedAt: dateFromSql(row.updated_at),
+    deletedAt: null,
+  };
 }
 
 /** The live queue named in a path (see liveQueues). */
@@ -145,20 +152,31 @@ export async function createQueue(em: Em, user: AuthUser, req: AnnotationQueueCr
   return { id };
 }
 
-export async function queryQueues(em: Em, user: AuthUser, req: AnnotationQueueQueryReq, page: Omit<Page, 'seal'>): Promise<AnnotationQueue[]> {
+export async function queryQueues(db: SqlScope, user: AuthUser, req: AnnotationQueueQueryReq, page: Omit<Page, 'seal'>): Promise<AnnotationQueue[]> {
   requireProjectAccess(user, req.project_id, 'read');
-  const name = req.name?.trim().toLowerCase();
-  const qb = em
-    .createQueryBuilder(AnnotationQueueRecord)
-    .where({ projectId: req.project_id, deletedAt: null })
-    .orderBy({ createdAt: 'desc', id: 'desc' })
-    .limit(page.limit)
-    .offset(page.offset);
+  const where = new Conditions();
+  where.add('project_id = ? and deleted_at is null', req.project_id);
   // A case-insensitive substring that means the same on SQLite and PostgreSQL: lower() on both
   // sides and LIKE with an explicit escape character.
-  if (name) qb.andWhere(`lower(name) like ? escape '!'`, [`%${name.replace(/[!%_]/g, (c) => `!${c}`)}%`]);
-  return (await qb.getResultList()).map(toQueueDto);
+  const name = req.name?.trim().toLowerCase();
+  if (name) where.add(`lower(name) like ? escape '!'`, `%${name.replace(/[!%_]/g, (c) => `!${c}`)}%`);
+  const rest = `from annotation_queues where ${where.sql} order by created_at desc, id desc limit ? offset ?`;
+  const params = [...where.params, page.limit, page.offset];
+  // Queues are listed by offset, without a cursor to tell of a page cut short: a page past the budget is refused.
+  const sizes = await sqlRows<{ bytes: number | string }>(db, `select ${queueBytes(db)} as bytes ${rest}`, params);
+  const total = sizes.reduce((sum, row) => sum + Number(row.bytes), 0);
+  requireAnswerFits('queues', total, page.bytes, 'ask for fewer with a smaller limit');
+  return (await sqlRows<QueueSqlRow>(db, `select ${QUEUE_COLUMNS} ${rest}`, params)).map((row) => toQueueDto(queueOfSql(row)));
 }
+
+/** The bytes of a queue's JSON in an answer, as stored, plus field names, times and ids. */
+function queueBytes(db: SqlScope): string {
+  const text = ['name', 'description', 'id', 'project_id', 'created_by'];
+  return `${[storedBytes(db, 'scorer_refs', 'json'), ...text.map((column) => storedBytes(db, column))].join(' + ')} + ${QUEUE_FRAME_BYTES}`;
+}
+
+/** Field names, punctuation, numbers and times of a queue's JSON. */
+const QUEUE_FRAME_BYTES = 320;
 
 export async function readQueue(db: SqlScope, user: AuthUser, projectId: string, queueId: string): Promise<AnnotationQueue> {
   requireProjectAccess(user, projectId, 'read');

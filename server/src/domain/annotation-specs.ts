@@ -3,7 +3,9 @@ import { objectRef, parseRef, type AnnotationSpec, type AnnotationSpecCreateReq,
 import type { AuthUser } from './auth-user.ts';
 import { AnnotationSpecRecord } from '../db/entities.ts';
 import type { Em } from '../db/orm.ts';
+import { Conditions, placeholders, sqlRows, storedBytes, type SqlScope } from '../db/sql.ts';
 import { ensureProject, requireProjectAccess } from './access.ts';
+import { requireAnswerFits } from './answer-budget.ts';
 import { invalid } from './errors.ts';
 import { contentHash } from './idempotency.ts';
 import { compileFieldSchema } from './json-schema.ts';
@@ -56,7 +58,7 @@ export async function createSpec(em: Em, user: AuthUser, req: AnnotationSpecCrea
   return { ref: spec.ref, name: spec.name, digest: spec.digest, created_at: spec.created_at };
 }
 
-export async function querySpecs(em: Em, user: AuthUser, req: AnnotationSpecQueryReq): Promise<AnnotationSpec[]> {
+export async function querySpecs(em: Em, user: AuthUser, req: AnnotationSpecQueryReq, budget: number): Promise<AnnotationSpec[]> {
   requireProjectAccess(user, req.project_id, 'read');
   const byRef = (req.refs ?? []).map((ref, index) => {
     const parsed = parseRef(ref);
@@ -65,8 +67,18 @@ export async function querySpecs(em: Em, user: AuthUser, req: AnnotationSpecQuer
     if (parsed.ref.projectId !== req.project_id) throw invalid(`refs[${index}] belongs to another project.`);
     return { name: parsed.ref.name, digest: parsed.ref.digest };
   });
-  const or = [...(req.names?.length ? [{ name: { $in: req.names } }] : []), ...byRef];
+  const names = req.names ?? [];
+  const or = [...(names.length ? [{ name: { $in: names } }] : []), ...byRef];
   if (!or.length && (req.names || req.refs)) return [];
+  // The list has no pages: one whose specs would pass the answer's budget is refused before it is read.
+  const where = new Conditions();
+  where.add('project_id = ?', req.project_id);
+  const wanted: string[] = [];
+  if (names.length) wanted.push(`name in (${placeholders(names.length)})`);
+  if (byRef.length) wanted.push(`(name, digest) in (values ${byRef.map(() => '(?, ?)').join(', ')})`);
+  if (wanted.length) where.add(`(${wanted.join(' or ')})`, ...names, ...byRef.flatMap((ref) => [ref.name, ref.digest]));
+  const [total] = await sqlRows<{ bytes: number | string | null }>(em, `select sum(${specBytes(em)}) as bytes from annotation_specs where ${where.sql}`, where.params);
+  requireAnswerFits('annotation specs', total?.bytes ?? 0, budget, 'ask for fewer by names or refs');
   const rows = await em.find(
     AnnotationSpecRecord,
     { projectId: req.project_id, ...(or.length ? { $or: or } : {}) },
@@ -74,6 +86,19 @@ export async function querySpecs(em: Em, user: AuthUser, req: AnnotationSpecQuer
   );
   return rows.map(toSpecDto);
 }
+
+/**
+ * The bytes of a spec's JSON in an answer, as stored: its schema and text columns, with name,
+ * digest and project twice (their fields and the ref), plus field names and times.
+ */
+function specBytes(db: SqlScope): string {
+  const once = [storedBytes(db, 'field_schema', 'json'), storedBytes(db, 'description'), storedBytes(db, 'created_by')];
+  const twice = ['name', 'digest', 'project_id'].map((column) => `2 * ${storedBytes(db, column)}`);
+  return `${[...once, ...twice].join(' + ')} + ${SPEC_FRAME_BYTES}`;
+}
+
+/** Field names, punctuation, the ref's scheme and created_at of a spec's JSON. */
+const SPEC_FRAME_BYTES = 200;
 
 /**
  * Resolves an object ref to a stored spec of the project, or explains why not. `field` names the

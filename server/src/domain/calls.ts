@@ -1,77 +1,164 @@
-import { raw, type InferEntity } from '@mikro-orm/core';
-import type { Em } from '../db/orm.ts';
 import type { Call as CallDto, CallCreateReq, CallQueryReq } from '@loupe/shared';
 import type { AuthUser } from './auth-user.ts';
-import { Call } from '../db/entities.ts';
+import {
+  Conditions,
+  isoFromSql,
+  isoOrNullFromSql,
+  jsonAsText,
+  jsonPlaceholder,
+  placeholders,
+  sqlDate,
+  sqlRows,
+  sqlTransaction,
+  storedBytes,
+  type SqlScope,
+} from '../db/sql.ts';
 import { ensureProject, requireProjectAccess } from './access.ts';
+import { budgetedPage, jsonDensity, rowTooLarge } from './answer-budget.ts';
 import { conflict, invalid, notFound } from './errors.ts';
 import { contentHash, firstPositions, insertThenCompare } from './idempotency.ts';
-import { decodeCursor, encodeCursor, keyset, queryFingerprint, type KeysetKey } from './cursor.ts';
-import { pageOf, type CursorPage, type Page } from './paging.ts';
+import { decodeCursor, encodeCursor, keyset, orderSql, queryFingerprint, type KeysetKey } from './cursor.ts';
+import { cursorPage, type CursorPage, type Page } from './paging.ts';
 import { newId } from './ids.ts';
-
-type CallRow = InferEntity<typeof Call>;
 
 const IN_CHUNK = 500;
 
-export function toCallDto(row: CallRow): CallDto {
+/** A call as its columns come from the database (see callColumns). */
+type CallSqlRow = {
+  project_id: string;
+  id: string;
+  trace_id: string;
+  op_name: string;
+  started_at: unknown;
+  ended_at: unknown;
+  inputs: string | null;
+  output: string | null;
+  attributes: string | null;
+  exception: string | null;
+  created_at: unknown;
+  created_by: string;
+};
+
+/** What a call read selects, its JSON columns as text (see jsonAsText). */
+function callColumns(db: SqlScope): string {
+  const json = (column: string) => `${jsonAsText(db, column)} as ${column}`;
+  return `project_id, id, trace_id, op_name, started_at, ended_at, ${json('inputs')}, ${json('output')}, ${json('attributes')}, exception, created_at, created_by`;
+}
+
+/**
+ * The bytes of a call's JSON in an answer, as stored: its JSON and text columns, plus the field
+ * names, times and ids around them.
+ */
+function callBytes(db: SqlScope): string {
+  const columns = [
+    storedBytes(db, 'inputs', 'json'),
+    storedBytes(db, 'output', 'json'),
+    storedBytes(db, 'attributes', 'json'),
+    storedBytes(db, 'exception'),
+    storedBytes(db, 'op_name'),
+    storedBytes(db, 'project_id'),
+    storedBytes(db, 'id'),
+    storedBytes(db, 'trace_id'),
+  ];
+  return `${columns.join(' + ')} + ${CALL_FRAME_BYTES}`;
+}
+
+/** Field names, punctuation, four timestamps and created_by of a call's JSON. */
+const CALL_FRAME_BYTES = 320;
+
+export function toCallDto(row: CallSqlRow): CallDto {
   return {
-    project_id: row.projectId,
+    project_id: row.project_id,
     id: row.id,
-    trace_id: row.traceId,
-    op_name: row.opName,
-    started_at: row.startedAt.toISOString(),
-    ended_at: row.endedAt ? row.endedAt.toISOString() : null,
-    inputs: (row.inputs ?? null) as CallDto['inputs'],
-    output: (row.output ?? null) as CallDto['output'],
-    attributes: (row.attributes ?? null) as CallDto['attributes'],
+    trace_id: row.trace_id,
+    op_name: row.op_name,
+    started_at: isoFromSql(row.started_at),
+    ended_at: isoOrNullFromSql(row.ended_at),
+    inputs: parseJson(row.inputs) as CallDto['inputs'],
+    output: parseJson(row.output) as CallDto['output'],
+    attributes: parseJson(row.attributes) as CallDto['attributes'],
     exception: row.exception ?? null,
-    created_at: row.createdAt.toISOString(),
-    created_by: row.createdBy,
+    created_at: isoFromSql(row.created_at),
+    created_by: row.created_by,
   };
 }
+
+/** What a call's JSON columns cost beyond their length (see jsonDensity). */
+function callDensity(row: CallSqlRow): number {
+  return jsonDensity(row.inputs) + jsonDensity(row.output) + jsonDensity(row.attributes);
+}
+
+function parseJson(text: string | null): unknown {
+  return text === null ? null : JSON.parse(text);
+}
+
+const callName = (projectId: string, id: string) => `Call "${id}" of project ${projectId}`;
+
+const INSERT_COLUMNS = 'project_id, id, trace_id, op_name, started_at, ended_at, inputs, output, attributes, exception, request_hash, created_at, created_by';
+
+type Keyed = { key: string; hash: string; id: string; call: CallCreateReq };
 
 /**
  * Stores a batch of calls, all or nothing. An id that exists with the same content is a retry and
  * stores nothing new; with other content it is a 409 for the whole batch.
+ *
+ * Written in SQL with bound parameters: each JSON column is serialised once, per chunk as it is
+ * written, and bound as text (PostgreSQL casts it to jsonb). The ORM's insert wrote every value into
+ * the statement's text, escaped, which took dozens of times a large call's size in heap.
  */
-export async function createCalls(em: Em, user: AuthUser, batch: readonly CallCreateReq[]): Promise<{ id: string }[]> {
+export async function createCalls(db: SqlScope, user: AuthUser, batch: readonly CallCreateReq[]): Promise<{ id: string }[]> {
   for (const projectId of new Set(batch.map((call) => call.project_id))) requireProjectAccess(user, projectId, 'write');
   batch.forEach((call, index) => {
     if (call.ended_at && Date.parse(call.ended_at) < Date.parse(call.started_at)) {
       throw invalid(`batch[${index}].ended_at (${call.ended_at}) is before its started_at (${call.started_at}).`);
     }
   });
-  const keyed = batch.map((call) => {
+  const keyed: Keyed[] = batch.map((call) => {
     const id = call.id ?? newId();
     return { key: `${call.project_id}\u0000${id}`, hash: contentHash(call), id, call };
   });
   const positions = firstPositions(keyed, (index, first) =>
     invalid(`batch[${index}]: call id "${keyed[index]!.id}" repeats batch[${first}] with different content.`),
   );
+  const unique = keyed.filter((_, index) => positions[index] === index);
   const now = new Date();
-  const unique = keyed
-    .filter((_, index) => positions[index] === index)
-    .map((element) => ({ ...element, row: callRow(element.id, element.hash, element.call, user, now) }));
 
-  await em.transactional(async (tx) => {
+  await sqlTransaction(db, async (tx) => {
     for (const projectId of new Set(unique.map(({ call }) => call.project_id))) await ensureProject(tx, projectId);
+    const row = `(?, ?, ?, ?, ?, ?, ${jsonPlaceholder(tx)}, ${jsonPlaceholder(tx)}, ${jsonPlaceholder(tx)}, ?, ?, ?, ?)`;
+    const createdAt = sqlDate(tx, now);
     await insertThenCompare(unique, IN_CHUNK, {
       async insert(chunk) {
-        const inserted = await tx
-          .createQueryBuilder(Call)
-          .insert(chunk.map(({ row }) => row))
-          .onConflict(['projectId', 'id'])
-          .ignore()
-          .returning(['projectId', 'id'])
-          .execute<{ projectId: string; id: string }[]>('all');
-        return new Set(inserted.map((row) => `${row.projectId}\u0000${row.id}`));
+        const values = chunk.flatMap(({ id, hash, call }) => [
+          call.project_id,
+          id,
+          call.trace_id ?? newId(),
+          call.op_name,
+          sqlDate(tx, new Date(call.started_at)),
+          call.ended_at ? sqlDate(tx, new Date(call.ended_at)) : null,
+          jsonOrNull(call.inputs),
+          jsonOrNull(call.output),
+          jsonOrNull(call.attributes),
+          call.exception ?? null,
+          hash,
+          createdAt,
+          user.id,
+        ]);
+        const inserted = await sqlRows<{ project_id: string; id: string }>(tx,
+          `insert into calls (${INSERT_COLUMNS}) values ${chunk.map(() => row).join(', ')}
+           on conflict (project_id, id) do nothing returning project_id, id`,
+          values,
+        );
+        return new Set(inserted.map((stored) => `${stored.project_id}\u0000${stored.id}`));
       },
       async readStored(chunk) {
         const stored = new Map<string, { hash: string }>();
-        for (const [projectId, ids] of groupIds(chunk.map(({ row }) => row))) {
-          const rows = await tx.find(Call, { projectId, id: { $in: ids } }, { fields: ['id', 'requestHash'] });
-          for (const row of rows) stored.set(`${projectId}\u0000${row.id}`, { hash: row.requestHash });
+        for (const [projectId, ids] of groupIds(chunk)) {
+          const rows = await sqlRows<{ id: string; request_hash: string }>(tx,
+            `select id, request_hash from calls where project_id = ? and id in (${placeholders(ids.length)})`,
+            [projectId, ...ids],
+          );
+          for (const found of rows) stored.set(`${projectId}\u0000${found.id}`, { hash: found.request_hash });
         }
         return stored;
       },
@@ -82,67 +169,75 @@ export async function createCalls(em: Em, user: AuthUser, batch: readonly CallCr
   return keyed.map(({ id }) => ({ id }));
 }
 
-function callRow(id: string, hash: string, call: CallCreateReq, user: AuthUser, now: Date): CallRow {
-  return {
-    projectId: call.project_id,
-    id,
-    traceId: call.trace_id ?? newId(),
-    opName: call.op_name,
-    startedAt: new Date(call.started_at),
-    endedAt: call.ended_at ? new Date(call.ended_at) : null,
-    inputs: call.inputs ?? null,
-    output: call.output ?? null,
-    attributes: call.attributes ?? null,
-    exception: call.exception ?? null,
-    requestHash: hash,
-    createdAt: now,
-    createdBy: user.id,
-  };
+/** A JSON column's parameter: the value's JSON text, or SQL null for an absent or null value. */
+function jsonOrNull(value: unknown): string | null {
+  return value === undefined || value === null ? null : JSON.stringify(value);
 }
 
-function groupIds(rows: readonly { projectId: string; id: string }[]): Map<string, string[]> {
+function groupIds(elements: readonly Keyed[]): Map<string, string[]> {
   const groups = new Map<string, string[]>();
-  for (const row of rows) {
-    const ids = groups.get(row.projectId) ?? [];
-    ids.push(row.id);
-    groups.set(row.projectId, ids);
+  for (const { call, id } of elements) {
+    const ids = groups.get(call.project_id) ?? [];
+    ids.push(id);
+    groups.set(call.project_id, ids);
   }
   return groups;
 }
 
-export async function readCall(em: Em, user: AuthUser, projectId: string, callId: string): Promise<CallDto> {
+/** One call; 413 when it alone is larger than an answer may be (`budget` bytes), before it is read. */
+export async function readCall(db: SqlScope, user: AuthUser, projectId: string, callId: string, budget: number): Promise<CallDto> {
   requireProjectAccess(user, projectId, 'read');
-  const row = await em.findOne(Call, { projectId, id: callId });
+  const where = 'from calls where project_id = ? and id = ?';
+  const [size] = await sqlRows<{ bytes: number | string }>(db, `select ${callBytes(db)} as bytes ${where}`, [projectId, callId]);
+  if (!size) throw notFound(`Call "${callId}" does not exist in project ${projectId}.`);
+  if (Number(size.bytes) > budget) throw rowTooLarge(callName(projectId, callId), Number(size.bytes), budget);
+  const [row] = await sqlRows<CallSqlRow>(db, `select ${callColumns(db)} ${where}`, [projectId, callId]);
   if (!row) throw notFound(`Call "${callId}" does not exist in project ${projectId}.`);
+  const weight = Number(size.bytes) + callDensity(row);
+  if (weight > budget) throw rowTooLarge(callName(projectId, callId), weight, budget);
   return toCallDto(row);
 }
 
 /** Calls in the order of their start, then id: the order of the (project_id, started_at, id) index. */
 const CALL_KEYS: KeysetKey[] = [
-  { column: 'started_at', field: 'startedAt', type: 'date', direction: 'asc' },
+  { column: 'started_at', field: 'started_at', type: 'date', direction: 'asc' },
   { column: 'id', field: 'id', type: 'text', direction: 'asc' },
 ];
 
-export async function queryCalls(em: Em, user: AuthUser, query: CallQueryReq, page: Page): Promise<CursorPage<CallDto>> {
+export async function queryCalls(db: SqlScope, user: AuthUser, query: CallQueryReq, page: Page): Promise<CursorPage<CallDto>> {
   requireProjectAccess(user, query.project_id, 'read');
   const filter = query.filter ?? {};
   const fingerprint = queryFingerprint({ of: 'calls', project_id: query.project_id, filter }, page.seal);
-  let after = {};
+  const where = new Conditions();
+  where.add('project_id = ?', query.project_id);
+  where.inList('id', filter.call_ids);
+  where.inList('op_name', filter.op_names);
+  where.inList('trace_id', filter.trace_ids);
   if (page.cursor !== undefined) {
-    const bound = keyset(CALL_KEYS, decodeCursor(em, page.cursor, fingerprint, CALL_KEYS).values, 'after');
-    after = { [raw(bound.sql, bound.params)]: [] };
+    const bound = keyset(CALL_KEYS, decodeCursor(db, page.cursor, fingerprint, CALL_KEYS).values, 'after');
+    where.add(bound.sql, ...bound.params);
   }
-  const rows = await em.find(
-    Call,
+  const order = `order by ${orderSql(CALL_KEYS)}`;
+  const read = await budgetedPage(
     {
-      projectId: query.project_id,
-      ...(filter.call_ids ? { id: { $in: filter.call_ids } } : {}),
-      ...(filter.op_names ? { opName: { $in: filter.op_names } } : {}),
-      ...(filter.trace_ids ? { traceId: { $in: filter.trace_ids } } : {}),
-      ...after,
+      db,
+      from: 'calls',
+      id: 'id',
+      key: 'project_id, id',
+      where,
+      order,
+      bytes: callBytes(db),
+      name: (id) => callName(query.project_id, id),
+      limit: page.limit,
+      offset: page.offset,
+      budget: page.bytes,
     },
-    { orderBy: { startedAt: 'asc', id: 'asc' }, limit: page.limit + 1, offset: page.offset },
+    {
+      rows: (ids) => sqlRows<CallSqlRow>(db, `select ${callColumns(db)} from calls where project_id = ? and id in (${placeholders(ids.length)})`, [query.project_id, ...ids]),
+      id: (row) => row.id,
+      density: callDensity,
+      convert: toCallDto,
+    },
   );
-  const { rows: calls, nextCursor } = pageOf(rows, page.limit, (row) => encodeCursor(fingerprint, CALL_KEYS, row));
-  return { rows: calls.map(toCallDto), nextCursor };
+  return cursorPage(read, (call) => encodeCursor(fingerprint, CALL_KEYS, call));
 }

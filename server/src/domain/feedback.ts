@@ -3,7 +3,21 @@ import type { ValidateFunction } from 'ajv';
 import type { AuthUser } from './auth-user.ts';
 import { AnnotationQueueRecord, AnnotationSpecRecord } from '../db/entities.ts';
 import type { Em } from '../db/orm.ts';
-import { Conditions, isoFromSql, jsonFromSql, onPostgres, placeholders, sqlDate, sqliteArrays, sqlRows, sqlRun, sqlTransaction, type SqlScope } from '../db/sql.ts';
+import {
+  Conditions,
+  isoFromSql,
+  jsonAsText,
+  jsonFromSql,
+  onPostgres,
+  placeholders,
+  sqlDate,
+  sqliteArrays,
+  sqlRows,
+  sqlRun,
+  sqlTransaction,
+  storedBytes,
+  type SqlScope,
+} from '../db/sql.ts';
 import { ensureProject, requireProjectAccess } from './access.ts';
 import { conflict, DomainError, invalid, notFound } from './errors.ts';
 import { lockQueuesForWrite } from './annotation-queues.ts';
@@ -11,7 +25,8 @@ import { checkFeedback, lookupsNeeded, noSuchQueue, type FeedbackLookups } from 
 import { contentHash, firstPositions, insertThenCompare } from './idempotency.ts';
 import { compileFieldSchema } from './json-schema.ts';
 import { decodeCursor, encodeCursor, keyset, orderSql, queryFingerprint, type KeysetKey } from './cursor.ts';
-import { pageOf, type CursorPage, type Page } from './paging.ts';
+import { cursorPage, type CursorPage, type Page } from './paging.ts';
+import { budgetedPage, jsonDensity } from './answer-budget.ts';
 import { newId } from './ids.ts';
 
 const CHUNK = 1000;
@@ -315,13 +330,50 @@ export async function queryFeedback(db: SqlScope, user: AuthUser, req: FeedbackQ
     const bound = keyset(keys, decodeCursor(db, page.cursor, fingerprint, keys).values, 'after');
     where.add(bound.sql, ...bound.params);
   }
-  const selected = `select ${SELECTED.join(', ')} from feedback where ${where.sql} order by ${orderSql(keys)} limit ? offset ?`;
-  const params = [...where.params, page.limit + 1, page.offset];
-  const read = onPostgres(db)
-    ? (await sqlRows<Record<string, unknown>>(db, selected, params)).map(toFeedbackDto)
-    : (await sqliteArrays(db, selected, params)).map(feedbackOfValues);
-  return pageOf(read, page.limit, (row) => encodeCursor(fingerprint, keys, row));
+  const order = `order by ${orderSql(keys)}`;
+  const read = await budgetedPage(
+    {
+      db,
+      from: 'feedback',
+      id: 'id',
+      key: 'project_id, id',
+      where,
+      order,
+      bytes: feedbackBytes(db),
+      name: (id) => `Feedback record "${id}" of project ${req.project_id}`,
+      limit: page.limit,
+      offset: page.offset,
+      budget: page.bytes,
+    },
+    {
+      async rows(ids): Promise<StoredRecord[]> {
+        const selected = `select ${SELECTED.map((column) => (column === 'payload' ? `${jsonAsText(db, column)} as payload` : column)).join(', ')}
+          from feedback where project_id = ? and id in (${placeholders(ids.length)})`;
+        const params = [req.project_id, ...ids];
+        if (onPostgres(db)) {
+          return (await sqlRows<Record<string, unknown>>(db, selected, params)).map((row) => ({ id: row.id as string, payload: row.payload as string, dto: () => toFeedbackDto(row) }));
+        }
+        return (await sqliteArrays(db, selected, params)).map((values) => ({ id: values[0] as string, payload: values[4] as string, dto: () => feedbackOfValues(values) }));
+      },
+      id: (record) => record.id,
+      density: (record) => jsonDensity(record.payload),
+      convert: (record) => record.dto(),
+    },
+  );
+  return cursorPage(read, (row) => encodeCursor(fingerprint, keys, row));
 }
+
+/** The bytes of a record's JSON in an answer, as stored: its payload and text columns, plus field names, times and ids. */
+function feedbackBytes(db: SqlScope): string {
+  const text = ['svc_ref', 'feedback_type', 'creator', 'annotation_ref', 'runnable_ref', 'call_ref', 'trigger_ref', 'queue_id', 'project_id', 'id', 'svc_user_id'];
+  return `${[storedBytes(db, 'payload', 'json'), ...text.map((column) => storedBytes(db, column))].join(' + ')} + ${FEEDBACK_FRAME_BYTES}`;
+}
+
+/** Field names, punctuation and created_at of a record's JSON. */
+const FEEDBACK_FRAME_BYTES = 240;
+
+/** A record as read, its payload still JSON text: weighed before it is parsed. */
+type StoredRecord = { id: string; payload: string; dto: () => Feedback };
 
 /** What a feedback query selects, in the response's field order. */
 const SELECTED = [

@@ -1,31 +1,40 @@
+import type { BudgetedPage } from './answer-budget.ts';
 import type { CursorSeal } from './cursor.ts';
 import { invalid } from './errors.ts';
 
 export type Paging = { limit?: number | undefined; offset?: number | undefined; cursor?: string | undefined };
-/** A page to read: `limit` rows from `offset`, or after `cursor` (never both); `seal` makes and checks cursors. */
-export type Page = { limit: number; offset: number; cursor: string | undefined; seal: CursorSeal };
+/**
+ * A page to read: `limit` rows from `offset`, or after `cursor` (never both), whose answer holds at
+ * most `bytes` of JSON (answer-budget.ts); `seal` makes and checks its cursors.
+ */
+export type Page = { limit: number; offset: number; cursor: string | undefined; bytes: number; seal: CursorSeal };
 
 export const DEFAULT_LIMIT = 100;
 
-/** Resolves a query's limit, offset and cursor against the server's maximum. */
-export function resolvePaging(paging: Paging, maxLimit: number, seal: CursorSeal): Page {
+/** Resolves a query's limit, offset and cursor against the server's limits. */
+export function resolvePaging(paging: Paging, limits: { queryLimit: number; responseBytes: number }, seal: CursorSeal): Page {
   const limit = paging.limit ?? DEFAULT_LIMIT;
+  const maxLimit = limits.queryLimit;
   if (limit > maxLimit) throw invalid(`limit must be at most ${maxLimit}.`);
   if (paging.cursor !== undefined && paging.offset !== undefined) {
     throw invalid('cursor and offset cannot be used together: a cursor already says where its page starts.');
   }
-  return { limit, offset: paging.offset ?? 0, cursor: paging.cursor, seal };
+  return { limit, offset: paging.offset ?? 0, cursor: paging.cursor, bytes: limits.responseBytes, seal };
 }
 
 /** A page of rows and the cursor of the page after it (null at the end). */
 export type CursorPage<T> = { rows: T[]; nextCursor: string | null };
 
 /**
- * The page out of `limit + 1` rows read: the extra row only tells that another page exists, so
- * that the last page says so (`next_cursor: null`) instead of leading to an empty one.
+ * The next cursor of a page read within its budget (answer-budget.ts): after its last row when more
+ * rows follow, so that the last page says so (`null`) instead of leading to an empty one.
  */
-export function pageOf<R>(rows: R[], limit: number, cursorAfter: (row: R) => string): CursorPage<R> {
-  if (rows.length <= limit) return { rows, nextCursor: null };
-  const page = rows.slice(0, limit);
-  return { rows: page, nextCursor: cursorAfter(page.at(-1)!) };
+export function nextCursorOf<R>(page: BudgetedPage<R>, cursorAfter: (row: R) => string): string | null {
+  const last = page.rows.at(-1);
+  return page.more && last !== undefined ? cursorAfter(last) : null;
+}
+
+/** A page read within its budget as a cursor page. */
+export function cursorPage<R>(page: BudgetedPage<R>, cursorAfter: (row: R) => string): CursorPage<R> {
+  return { rows: page.rows, nextCursor: nextCursorOf(page, cursorAfter) };
 }

@@ -1,6 +1,7 @@
 import type { Project, ProjectQueryReq } from '@loupe/shared';
 import type { AuthUser } from './auth-user.ts';
-import { isoFromSql, placeholders, sqlRows, type SqlScope } from '../db/sql.ts';
+import { isoFromSql, placeholders, sqlRows, storedBytes, type SqlScope } from '../db/sql.ts';
+import { requireAnswerFits } from './answer-budget.ts';
 import { forbidden } from './errors.ts';
 
 type ProjectRow = {
@@ -30,15 +31,25 @@ const COLUMNS = HOLDINGS.flatMap(({ key, table, live }) => [
   `(select min(t.created_at) from ${table} t where t.project_id = p.id${live}) as ${key}_at`,
 ]).join(',\n  ');
 
+/** Field names, punctuation, counts and created_at of a project's JSON. */
+const PROJECT_FRAME_BYTES = 160;
+
 /**
  * `POST /projects/query`: the projects of the caller's entities (any role) that hold live data —
  * calls, queues not deleted, feedback or annotation specs — ordered by project_id. A project's
  * created_at is that of its earliest live record (a project row outlives its data).
  */
-export async function queryProjects(db: SqlScope, user: AuthUser, req: ProjectQueryReq): Promise<Project[]> {
+export async function queryProjects(db: SqlScope, user: AuthUser, req: ProjectQueryReq, budget: number): Promise<Project[]> {
   if (req.entity !== undefined && !user.roles.has(req.entity)) throw forbidden(`You are not a member of entity "${req.entity}".`);
   const entities = req.entity !== undefined ? [req.entity] : [...user.roles.keys()];
   if (!entities.length) return [];
+  // The list has no pages: one that would pass the answer's budget is refused before it is read.
+  const [total] = await sqlRows<{ bytes: number | string | null }>(db,
+    `select sum(${storedBytes(db, 'id')} * 2 + ${storedBytes(db, 'entity')} + ${storedBytes(db, 'name')} + ${PROJECT_FRAME_BYTES}) as bytes
+       from projects where entity in (${placeholders(entities.length)})`,
+    entities,
+  );
+  requireAnswerFits('projects', total?.bytes ?? 0, budget, 'ask for one entity at a time');
   const rows = await sqlRows<ProjectRow>(db, `select p.id, p.entity, p.name,\n  ${COLUMNS}\nfrom projects p where p.entity in (${placeholders(entities.length)})`, entities);
   const projects: Project[] = [];
   for (const row of rows) {

@@ -10,6 +10,7 @@ import {
   sqlDate,
   sqlRows,
   sqlRun,
+  storedBytes,
   type SqlScope,
 } from '../db/sql.ts';
 import { publishingTransaction, queueEvent, type QueueEventPublisher } from './queue-events.ts';
@@ -17,7 +18,8 @@ import { ensureProject, requireProjectAccess } from './access.ts';
 import { liveQueue, lockQueuesForWrite, queueWriteLockTerm } from './annotation-queues.ts';
 import { notFound, tooLarge } from './errors.ts';
 import { decodeCursor, encodeCursor, keyset, orderSql, queryFingerprint, type DecodedCursor, type KeysetKey } from './cursor.ts';
-import { pageOf, type Page } from './paging.ts';
+import { nextCursorOf, type Page } from './paging.ts';
+import { budgetedPage } from './answer-budget.ts';
 import { newId } from './ids.ts';
 
 const CHUNK = 500;
@@ -193,11 +195,30 @@ export async function queryItems(
     const bound = keyset(keys, cursor.values, 'after');
     where.add(bound.sql, ...bound.params);
   }
-  const read = await sqlRows<ItemRow>(db,
-    `select ${ITEM_COLUMNS} from annotation_queue_items i where ${where.sql} order by ${orderSql(keys)} limit ? offset ?`,
-    [...where.params, page.limit + 1, page.offset],
+  const order = `order by ${orderSql(keys)}`;
+  const read = await budgetedPage(
+    {
+      db,
+      from: 'annotation_queue_items i',
+      id: 'i.id',
+      key: 'i.id',
+      where,
+      order,
+      bytes: itemBytes(db),
+      name: (id) => `Item "${id}" of annotation queue "${req.queue_id}"`,
+      limit: page.limit,
+      offset: page.offset,
+      budget: page.bytes,
+    },
+    {
+      rows: (ids) => sqlRows<ItemRow>(db, `select ${ITEM_COLUMNS} from annotation_queue_items i where i.id in (${placeholders(ids.length)}) and i.deleted_at is null`, ids),
+      id: (row) => row.id,
+      // Display fields are a flat list of at most 256 strings: their length is their weight.
+      density: () => 0,
+      convert: (row) => row,
+    },
   );
-  const rows = read.slice(0, page.limit);
+  const rows = read.rows;
   // The rank of the row before the page, when it is known without a query: every position on an
   // unfiltered page follows from it, so that its next cursor carries one even when not asked for.
   const before = cursor ? cursor.position : page.offset;
@@ -207,12 +228,20 @@ export async function queryItems(
     // A cursor without a position (its page was filtered and not ranked) ranks from the queue's start.
     positions = await positionsOf(db, req.queue_id, keys, rows, cursor && cursor.position !== null ? cursor : undefined);
   }
-  const { nextCursor } = pageOf(read, page.limit, (row) => encodeCursor(fingerprint, keys, row, positions?.at(-1) ?? null));
   return {
     items: rows.map((row, index) => toItemDto(row, req.include_position ? (positions?.[index] ?? null) : null)),
-    next_cursor: nextCursor,
+    next_cursor: nextCursorOf(read, (row) => encodeCursor(fingerprint, keys, row, positions?.at(-1) ?? null)),
   };
 }
+
+/** The bytes of an item's JSON in an answer, as stored: its display fields and text columns, plus field names, times and ids. */
+function itemBytes(db: SqlScope): string {
+  const text = ['i.call_op_name', 'i.call_id', 'i.call_trace_id', 'i.project_id', 'i.queue_id', 'i.id'];
+  return `${[storedBytes(db, 'i.display_fields', 'json'), ...text.map((column) => storedBytes(db, column))].join(' + ')} + ${ITEM_FRAME_BYTES}`;
+}
+
+/** Field names, punctuation, five timestamps, user ids, state and position of an item's JSON. */
+const ITEM_FRAME_BYTES = 480;
 
 /**
  * 1-based ranks of the given rows (a page, in order) over the whole live queue, before every

@@ -789,7 +789,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The body, or a batch in it, is larger than one request may carry: split it. */
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -899,7 +899,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The body, or a batch in it, is larger than one request may carry: split it. */
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1030,7 +1030,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The body, or a batch in it, is larger than one request may carry: split it. */
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1242,7 +1242,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The body, or a batch in it, is larger than one request may carry: split it. */
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1452,7 +1452,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The body, or a batch in it, is larger than one request may carry: split it. */
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1573,7 +1573,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The body, or a batch in it, is larger than one request may carry: split it. */
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1670,7 +1670,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         items: components["schemas"]["AnnotationQueueItem"][];
-                        /** @description cursor of the next page in the same order and filter; null when there is none */
+                        /** @description cursor of the next page in the same order and filter; null when there is none. A page may hold fewer rows than `limit` and still name a next page: an answer holds at most the server's byte budget (LOUPE_MAX_RESPONSE_BYTES) */
                         next_cursor: string | null;
                     };
                 };
@@ -1711,7 +1711,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The body, or a batch in it, is larger than one request may carry: split it. */
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1827,7 +1827,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The body, or a batch in it, is larger than one request may carry: split it. */
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1947,7 +1947,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The body, or a batch in it, is larger than one request may carry: split it. */
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2157,7 +2157,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The body, or a batch in it, is larger than one request may carry: split it. */
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2263,7 +2263,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The body, or a batch in it, is larger than one request may carry: split it. */
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2374,7 +2374,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The body, or a batch in it, is larger than one request may carry: split it. */
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2482,6 +2482,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Too many failed authentications from this client; retry after Retry-After seconds. */
             429: {
                 headers: {
@@ -2549,7 +2558,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         calls: components["schemas"]["Call"][];
-                        /** @description cursor of the next page in the same order and filter; null when there is none */
+                        /** @description cursor of the next page in the same order and filter; null when there is none. A page may hold fewer rows than `limit` and still name a next page: an answer holds at most the server's byte budget (LOUPE_MAX_RESPONSE_BYTES) */
                         next_cursor: string | null;
                     };
                 };
@@ -2581,7 +2590,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The body, or a batch in it, is larger than one request may carry: split it. */
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2690,7 +2699,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The body, or a batch in it, is larger than one request may carry: split it. */
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2820,7 +2829,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The body, or a batch in it, is larger than one request may carry: split it. */
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2925,7 +2934,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         result: components["schemas"]["Feedback"][];
-                        /** @description cursor of the next page in the same order and filter; null when there is none */
+                        /** @description cursor of the next page in the same order and filter; null when there is none. A page may hold fewer rows than `limit` and still name a next page: an answer holds at most the server's byte budget (LOUPE_MAX_RESPONSE_BYTES) */
                         next_cursor: string | null;
                     };
                 };
@@ -2957,7 +2966,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The body, or a batch in it, is larger than one request may carry: split it. */
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3062,7 +3071,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The body, or a batch in it, is larger than one request may carry: split it. */
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3202,7 +3211,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The body, or a batch in it, is larger than one request may carry: split it. */
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3425,7 +3434,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The body, or a batch in it, is larger than one request may carry: split it. */
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3529,7 +3538,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The body, or a batch in it, is larger than one request may carry: split it. */
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
             413: {
                 headers: {
                     [name: string]: unknown;

@@ -106,8 +106,18 @@ export function chunkByLength(values: string[], budget = 4000): string[][] {
 async function callsOf(client: LoupeClient, projectId: string, callIds: string[]): Promise<Map<string, Call>> {
   const found = new Map<string, Call>();
   for (const chunk of chunkByLength(callIds)) {
-    const { calls } = await client.calls.query.query({ project_id: projectId, filter: { call_ids: chunk }, limit: chunk.length });
-    for (const call of calls) found.set(call.id, call);
+    // A page may stop short of its limit (the server's answer budget): follow its cursor.
+    let cursor: string | null = null;
+    do {
+      const page: { calls: Call[]; next_cursor: string | null } = await client.calls.query.query({
+        project_id: projectId,
+        filter: { call_ids: chunk },
+        limit: chunk.length,
+        ...(cursor ? { cursor } : {}),
+      });
+      for (const call of page.calls) found.set(call.id, call);
+      cursor = page.next_cursor;
+    } while (cursor);
   }
   return found;
 }

@@ -14,5 +14,5 @@ export const annotationSpecsRouter = router({
     .meta(rest({ method: 'POST', path: '/annotation_specs/query', tags: ['annotation specs'], summary: 'Find specs by names or refs' }))
     .input(AnnotationSpecQueryReq)
     .output(AnnotationSpecQueryRes)
-    .query(async ({ ctx, input }) => ({ specs: await querySpecs(ctx.unitOfWork(), ctx.user, input) })),
+    .query(async ({ ctx, input }) => ({ specs: await querySpecs(ctx.unitOfWork(), ctx.user, input, ctx.services.config.limits.responseBytes) })),
 });

@@ -9,20 +9,20 @@ export const callsRouter = router({
     .meta(rest({ method: 'POST', path: '/calls/batch/create', tags: ['calls'], summary: 'Store recorded calls, all or nothing; idempotent by id', answers: [409] }))
     .input(CallBatchCreateReq)
     .output(CallBatchCreateRes)
-    .mutation(async ({ ctx, input }) => ({ res: await createCalls(ctx.unitOfWork(), ctx.user, input.batch) })),
+    .mutation(async ({ ctx, input }) => ({ res: await createCalls(ctx.db, ctx.user, input.batch) })),
 
   read: protectedProcedure
-    .meta(rest({ method: 'GET', path: '/calls/{call_id}', tags: ['calls'], summary: 'Read one call', answers: [404] }))
+    .meta(rest({ method: 'GET', path: '/calls/{call_id}', tags: ['calls'], summary: 'Read one call', answers: [404, 413] }))
     .input(CallReadReq)
     .output(CallReadRes)
-    .query(async ({ ctx, input }) => ({ call: await readCall(ctx.unitOfWork(), ctx.user, input.project_id, input.call_id) })),
+    .query(async ({ ctx, input }) => ({ call: await readCall(ctx.db, ctx.user, input.project_id, input.call_id, ctx.services.config.limits.responseBytes) })),
 
   query: protectedProcedure
     .meta(rest({ method: 'POST', path: '/calls/query', tags: ['calls'], summary: 'Query calls, ordered by started_at, id' }))
     .input(CallQueryReq)
     .output(CallQueryRes)
     .query(async ({ ctx, input }) => {
-      const page = await queryCalls(ctx.unitOfWork(), ctx.user, input, resolvePaging(input, ctx.services.config.limits.queryLimit, ctx.services.cursorSeal));
+      const page = await queryCalls(ctx.db, ctx.user, input, resolvePaging(input, ctx.services.config.limits, ctx.services.cursorSeal));
       return { calls: page.rows, next_cursor: page.nextCursor };
     }),
 });

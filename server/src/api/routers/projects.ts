@@ -9,7 +9,7 @@ export const projectsRouter = router({
     .meta(rest({ method: 'POST', path: '/projects/query', tags: ['projects'], summary: "The projects of the caller's entities that hold data, with counts" }))
     .input(ProjectQueryReq)
     .output(ProjectQueryRes)
-    .query(async ({ ctx, input }) => ({ projects: await queryProjects(ctx.db, ctx.user, input) })),
+    .query(async ({ ctx, input }) => ({ projects: await queryProjects(ctx.db, ctx.user, input, ctx.services.config.limits.responseBytes) })),
 
   users: protectedProcedure
     .meta(

@@ -1,0 +1,131 @@
+import { sqlRows, type Conditions, type SqlScope } from '../db/sql.ts';
+import { bodyWeight, measureJson } from '../http/json-shape.ts';
+import { tooLarge } from './errors.ts';
+
+// Every answer that lists rows holds at most a byte budget of JSON (LOUPE_MAX_RESPONSE_BYTES): a
+// stored row may be as large as a request body, so `limit` alone does not bound an answer, and
+// building one past the heap kills the process. Sizes come from the database (the stored length
+// of each row's columns) before any content is read, so that a row that does not fit is never
+// fetched; each fetched row's JSON is weighed again, before it is parsed, for what parsing costs.
+
+/** A row's id and size, as its query's size statement gives them. */
+type SizedRow = { id: string; bytes: number | string | bigint };
+
+/** The 413 for a row that no answer may hold (it alone is over the budget). */
+export function rowTooLarge(name: string, bytes: number, budget: number) {
+  return tooLarge(
+    `${name} takes ${bytes} bytes of JSON, more than one answer may hold (${budget} bytes, LOUPE_MAX_RESPONSE_BYTES): it cannot be answered.`,
+  );
+}
+
+/**
+ * How many of a page's first rows, in order, fit within `budget` bytes together (`sizes` holds the
+ * candidates, at most the page's limit). The first row always counts: if it alone passes the
+ * budget, no page could ever hold it, and the answer is a 413 that names it (`name`).
+ */
+function rowsThatFit(sizes: readonly SizedRow[], budget: number, name: (id: string) => string): number {
+  let total = 0;
+  for (const [index, row] of sizes.entries()) {
+    const bytes = Number(row.bytes);
+    if (index === 0 && bytes > budget) throw rowTooLarge(name(row.id), bytes, budget);
+    if (total + bytes > budget) return index;
+    total += bytes;
+  }
+  return sizes.length;
+}
+
+/** A page read within the budget: its rows, and whether rows follow it. */
+export type BudgetedPage<R> = { rows: R[]; more: boolean };
+
+/** A keyset or offset page of one table, as SQL pieces (see budgetedPage). */
+export type PageQuery = {
+  db: SqlScope;
+  /** The table, with the alias the other pieces use if any: `calls`, `annotation_queue_items i`. */
+  from: string;
+  /** The column of a row's id, unique within the query's filter: `id`, `i.id`. */
+  id: string;
+  /** The columns that identify a row in the table: `project_id, id`, `i.id`. */
+  key: string;
+  where: Conditions;
+  /** `order by …` of the query. */
+  order: string;
+  /** A row's size in bytes, in SQL (see storedBytes). */
+  bytes: string;
+  /** What a refusal calls the row with this id. */
+  name: (id: string) => string;
+  limit: number;
+  offset: number;
+  budget: number;
+};
+
+/**
+ * How a page's content is read: `rows` fetches the rows with these ids (in any order), `id` names
+ * a fetched row, `density` gives the bytes its JSON costs beyond its length (see jsonDensity),
+ * `convert` makes its answer.
+ */
+export type PageRead<W, R> = {
+  rows: (ids: string[]) => Promise<W[]>;
+  id: (row: W) => string;
+  density: (row: W) => number;
+  convert: (row: W) => R;
+};
+
+/**
+ * Reads a page of at most `limit` rows whose answer fits in `budget` bytes, in two statements: the
+ * id and size of each of the page's first limit + 1 rows (small: keys and lengths), then the
+ * content of those that fit, by their ids, so that nothing written in between is read unweighed.
+ * By id alone, not in the query's order with its filter: PostgreSQL would rather walk the order's
+ * index and test every row's id. Each row's JSON is weighed again before it is parsed (its
+ * density), and the page ends before a row that would pass the budget then. A page cut short by
+ * the budget says that more follow, as one cut by its limit does (contract 5.6 allows a page of
+ * fewer rows than `limit` with a next cursor).
+ */
+export async function budgetedPage<W, R>(query: PageQuery, read: PageRead<W, R>): Promise<BudgetedPage<R>> {
+  const { db, from, id, key, where, order, bytes } = query;
+  const count = query.limit + 1;
+  // From an offset, the rows are found by their keys alone first: a size in the select list would
+  // be computed for every row the offset skips as well (PostgreSQL measures jsonb as its text).
+  const [sql, params] = query.offset
+    ? [`select ${id} as id, ${bytes} as bytes from ${from} where (${key}) in (select ${key} from ${from} where ${where.sql} ${order} limit ? offset ?) ${order}`, [...where.params, count, query.offset]]
+    : [`select ${id} as id, ${bytes} as bytes from ${from} where ${where.sql} ${order} limit ?`, [...where.params, count]];
+  const sizes = await sqlRows<SizedRow>(db, sql, params);
+  const fit = rowsThatFit(sizes.slice(0, query.limit), query.budget, query.name);
+  if (!fit) return { rows: [], more: sizes.length > 0 };
+  const fetched = new Map((await read.rows(sizes.slice(0, fit).map((row) => row.id))).map((row) => [read.id(row), row]));
+  const rows: R[] = [];
+  let total = 0;
+  for (const size of sizes.slice(0, fit)) {
+    const row = fetched.get(size.id);
+    if (!row) continue; // deleted since it was weighed
+    const weight = Number(size.bytes) + read.density(row);
+    if (!rows.length && weight > query.budget) throw rowTooLarge(query.name(size.id), weight, query.budget);
+    if (total + weight > query.budget) return { rows, more: true };
+    total += weight;
+    rows.push(read.convert(row));
+  }
+  return { rows, more: sizes.length > fit };
+}
+
+/**
+ * What a JSON text costs in the heap beyond its length, in bytes of the budget: parsed, each
+ * object or array takes far more than its two characters (`[[],[],…]` is 3 bytes of text per
+ * array, each array ~60 bytes of heap, and output validation may copy it), each value a little
+ * more. Weighed as a request body is (http/json-shape.ts), a quarter of it since the budget counts
+ * bytes of text, so that an answer weighs as the body that stored it.
+ */
+export function jsonDensity(text: string | null): number {
+  if (text === null) return 0;
+  const bytes = Buffer.from(text);
+  return bodyWeight(bytes.length, measureJson(bytes, Number.POSITIVE_INFINITY)) / 4 - bytes.length;
+}
+
+/**
+ * Checks that a whole answer without pages (a list the client narrows by its filters, not pages)
+ * fits in the budget, from the total size of its rows: 413 asking for a narrower request if not.
+ */
+export function requireAnswerFits(what: string, bytes: number | string | bigint | null, budget: number, narrower: string): void {
+  const total = Number(bytes ?? 0);
+  if (total > budget) {
+    throw tooLarge(`The ${what} asked for take ${total} bytes of JSON, more than one answer may hold (${budget} bytes, LOUPE_MAX_RESPONSE_BYTES): ${narrower}.`);
+  }
+}
