@@ -117,7 +117,7 @@ export type Config = {
     bodyBytes: number;
     /** Deepest nesting of objects and arrays in a request body. */
     jsonDepth: number;
-    /** The estimated heap (http/json-shape.ts bodyWeight) of all bodies in flight at once. */
+    /** The estimated heap (domain/json-shape.ts bodyWeight) of all bodies in flight at once. */
     bodyBudget: number;
     /** How long a body waits for room in that budget before 503. */
     bodyWaitMs: number;

@@ -1,5 +1,5 @@
 import { sqlRows, type Conditions, type SqlScope } from '../db/sql.ts';
-import { bodyWeight, measureJson } from '../http/json-shape.ts';
+import { bodyWeight, measureJson } from './json-shape.ts';
 import { tooLarge } from './errors.ts';
 
 // Every answer that lists rows holds at most a byte budget of JSON (LOUPE_MAX_RESPONSE_BYTES): a
@@ -110,7 +110,7 @@ export async function budgetedPage<W, R>(query: PageQuery, read: PageRead<W, R>)
  * What a JSON text costs in the heap beyond its length, in bytes of the budget: parsed, each
  * object or array takes far more than its two characters (`[[],[],…]` is 3 bytes of text per
  * array, each array ~60 bytes of heap, and output validation may copy it), each value a little
- * more. Weighed as a request body is (http/json-shape.ts), a quarter of it since the budget counts
+ * more. Weighed as a request body is (json-shape.ts), a quarter of it since the budget counts
  * bytes of text, so that an answer weighs as the body that stored it.
  */
 export function jsonDensity(text: string | null): number {

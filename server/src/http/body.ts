@@ -3,7 +3,7 @@ import onHeaders from 'on-headers';
 import { admittedUser, refusalOf } from '../api/request-admission.ts';
 import { BodyBudget } from './body-budget.ts';
 import { leaveBodyUnread, sendError } from './errors.ts';
-import { bodyWeight, JsonMeter, type JsonShape } from './json-shape.ts';
+import { bodyWeight, JsonMeter, type JsonShape } from '../domain/json-shape.ts';
 import { carriesBody } from './request-kind.ts';
 
 export type BodyLimits = {
@@ -47,7 +47,7 @@ const UNIT = 64 * 1024;
  * request in flight.
  *
  * The budget is taken for bytes received, not declared: a body holds one unit to start and grows
- * its hold to the weight of the bytes arrived so far (json-shape.ts bodyWeight), so a client that
+ * its hold to the weight of the bytes arrived so far (domain/json-shape.ts bodyWeight), so a client that
  * declares a large body and sends nothing holds almost nothing, and a body that outweighs the whole
  * budget is refused (413) as soon as it does. A body that finds no room within `waitMs`
  * is answered 503 with Retry-After. The weight covers the text, the parsed value, its validated

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { BodyBudget } from '../../../server/src/http/body-budget.ts';
-import { bodyWeight, JsonMeter, measureJson } from '../../../server/src/http/json-shape.ts';
+import { bodyWeight, JsonMeter, measureJson } from '../../../server/src/domain/json-shape.ts';
 
 describe('BodyBudget', () => {
   const tick = () => new Promise((resolve) => setTimeout(resolve, 0));

@@ -1,4 +1,5 @@
-// A request body's structure, read from its bytes before JSON.parse builds anything: parsing is
+// A JSON text's structure, read from its bytes before JSON.parse builds anything (a request body's,
+// and a stored record's before an answer holds it): parsing is
 // where a small body becomes a large heap (`[{},{},…]` is 3 bytes per object, each object ~60
 // bytes of heap), and where nesting becomes stack depth for every later walk of the value.
 
