@@ -83,12 +83,10 @@ export function createApp(services: Services): { listener: RequestListener; drai
     jsonBodyReader({
       maxBytes: limits.bodyBytes,
       maxDepth: limits.jsonDepth,
-      budget: limits.bodyBudget,
-      share: limits.bodyShare,
       waitMs: limits.bodyWaitMs,
       minRate: limits.bodyMinRate,
       timeoutMs: limits.bodyTimeoutMs,
-    }),
+    }, services.heapBudget),
   );
 
   const typedDoor = createExpressMiddleware({

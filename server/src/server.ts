@@ -17,6 +17,7 @@ import type { Services } from './api/services.ts';
 import { createQueueEvents } from './events/create-queue-events.ts';
 import { checkStreamAccessPeriodically } from './events/stream-access-check.ts';
 import { StreamSlots } from './events/stream-slots.ts';
+import { heapBudgetOf } from './domain/heap-budget.ts';
 
 export type RunningServer = {
   url: string;
@@ -56,6 +57,7 @@ async function serve(config: Config, log: Logger, catalog: ModelCatalog, unlock 
     queueEvents: createQueueEvents(config, log),
     eventStreams: new StreamSlots(config.eventStreams),
     cursorSeal,
+    heapBudget: heapBudgetOf(config.limits.bodyBudget, config.limits.bodyShare),
   };
   // Listening before the first request: a subscription opened right after start-up misses nothing.
   await waitAtMost(services.queueEvents.ready(), config.dbTimeouts.connectMs);

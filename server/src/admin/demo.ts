@@ -93,7 +93,7 @@ async function annotator(em: Em, username: string): Promise<AuthUser> {
 }
 
 async function queueNamed(em: Em, user: AuthUser, name: string, fields: { scorer_refs: string[]; description: string; annotations_per_item?: number }): Promise<string> {
-  const [found] = await queryQueues(em, user, { project_id: PROJECT, name }, { limit: 10, offset: 0, cursor: undefined, bytes: DEMO_ANSWER_BYTES });
+  const [found] = await queryQueues(em, user, { project_id: PROJECT, name }, { limit: 10, offset: 0, bytes: DEMO_ANSWER_BYTES });
   if (found && found.name === name) return found.id;
   return (await createQueue(em, user, { project_id: PROJECT, name, ...fields }, notifyOnlyPublisher)).id;
 }

@@ -4,6 +4,8 @@ import { unitOfWork, type Em } from '../db/orm.ts';
 import type { SqlScope } from '../db/sql.ts';
 import { admittedUser, refusalOf } from './request-admission.ts';
 import type { Services } from './services.ts';
+import { answerRoom } from './answer-room.ts';
+import type { PageLimits } from '../domain/paging.ts';
 import { requestLog, type Logger } from '../log.ts';
 
 // A job that loads or changes entities takes `unitOfWork()`; a job written only in SQL takes `db`.
@@ -23,6 +25,8 @@ export type Context = {
   refused: unknown;
   /** The request's logger (made on first use). */
   log: () => Logger;
+  /** What the server allows one page of an answer (rows, bytes, cursor seal, heap). */
+  pageLimits: PageLimits;
   res: ServerResponse;
 };
 
@@ -41,6 +45,12 @@ export function contextFactory(services: Services) {
       admitted: admittedUser(req),
       refused: refusalOf(req),
       log: () => requestLog(req) ?? services.log,
+      pageLimits: {
+        queryLimit: services.config.limits.queryLimit,
+        responseBytes: services.config.limits.responseBytes,
+        seal: services.cursorSeal,
+        room: answerRoom(services, req, res),
+      },
       res,
     };
   };

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { AuthUser } from '../domain/auth-user.ts';
+import type { HeapHold } from '../domain/heap-budget.ts';
 
 // What the HTTP layer decided about a request before its body was read, kept on the request for
 // the context of its procedure: the user it admitted, or why it refused the caller.
@@ -27,4 +28,29 @@ export function admittedUser(req: IncomingMessage): AuthUser | undefined {
  */
 export function refusalOf(req: IncomingMessage): unknown {
   return (req as Admitted)[REFUSED];
+}
+
+/** Whom the heap a request takes is charged to (HeapBudget's accounts): its client address, and its key. */
+export function heapAccountsOf(req: IncomingMessage & { ip?: string | undefined }): string[] {
+  const accounts = [`address ${req.ip ?? req.socket.remoteAddress ?? 'unknown'}`];
+  const user = admittedUser(req);
+  if (user) accounts.push(`key ${user.keyId}`);
+  return accounts;
+}
+
+const BODY_HOLD = Symbol('loupe.bodyHold');
+type Holding = IncomingMessage & { [BODY_HOLD]?: HeapHold };
+
+/** The heap the request's body holds while the request is handled (http/body.ts). */
+export function keepBodyHold(req: IncomingMessage, hold: HeapHold): void {
+  (req as Holding)[BODY_HOLD] = hold;
+}
+
+/**
+ * Gives back the heap the request's body holds, once its procedure makes an answer that takes its
+ * own: the body (a query's input) is read by then, and the answer, charged to the same accounts,
+ * must not wait behind it.
+ */
+export function releaseBodyHold(req: IncomingMessage): void {
+  (req as Holding)[BODY_HOLD]?.release();
 }

@@ -3,6 +3,7 @@ import type { ModelCatalog } from '../catalog/catalog.ts';
 import type { Config } from '../config.ts';
 import type { Orm } from '../db/orm.ts';
 import type { CursorSeal } from '../domain/cursor.ts';
+import type { HeapBudget } from '../domain/heap-budget.ts';
 import type { QueueEventBus } from '../events/queue-event-bus.ts';
 import type { StreamSlots } from '../events/stream-slots.ts';
 import type { Logger } from '../log.ts';
@@ -19,4 +20,6 @@ export type Services = {
   eventStreams: StreamSlots;
   /** Seals query cursors under the server key. */
   cursorSeal: CursorSeal;
+  /** The heap that request bodies being read and answers being made share (LOUPE_BODY_BUDGET_BYTES). */
+  heapBudget: HeapBudget;
 };

@@ -152,7 +152,7 @@ export async function createQueue(em: Em, user: AuthUser, req: AnnotationQueueCr
   return { id };
 }
 
-export async function queryQueues(db: SqlScope, user: AuthUser, req: AnnotationQueueQueryReq, page: Omit<Page, 'seal'>): Promise<AnnotationQueue[]> {
+export async function queryQueues(db: SqlScope, user: AuthUser, req: AnnotationQueueQueryReq, page: Pick<Page, 'limit' | 'offset' | 'bytes'>): Promise<AnnotationQueue[]> {
   requireProjectAccess(user, req.project_id, 'read');
   const where = new Conditions();
   where.add('project_id = ? and deleted_at is null', req.project_id);

@@ -1,6 +1,6 @@
 import { sqlRows, type Conditions, type SqlScope } from '../db/sql.ts';
 import { bodyWeight, measureJson } from './json-shape.ts';
-import { tooLarge } from './errors.ts';
+import { DomainError, tooLarge } from './errors.ts';
 
 // Every answer that lists rows holds at most a byte budget of JSON (LOUPE_MAX_RESPONSE_BYTES): a
 // stored row may be as large as a request body, so `limit` alone does not bound an answer, and
@@ -8,8 +8,19 @@ import { tooLarge } from './errors.ts';
 // of each row's columns) before any content is read, so that a row that does not fit is never
 // fetched; each fetched row's JSON is weighed again, before it is parsed, for what parsing costs.
 
+/**
+ * Holds heap for an answer of `bytes` of JSON (its text, parsed rows and serialised answer) until
+ * the answer is sent, within the budget request bodies share: false when no room came in time.
+ */
+export type AnswerRoom = (bytes: number) => Promise<boolean>;
+
 /** A row's id and size, as its query's size statement gives them. */
 type SizedRow = { id: string; bytes: number | string | bigint };
+
+/** The 503 for an answer that found no room in the heap the server shares between bodies and answers. */
+export function answersBusy(): DomainError {
+  return new DomainError('unavailable', 'The server is holding as many large requests and answers as it can; retry shortly.', 1);
+}
 
 /** The 413 for a row that no answer may hold (it alone is over the budget). */
 export function rowTooLarge(name: string, bytes: number, budget: number) {
@@ -55,6 +66,8 @@ export type PageQuery = {
   name: (id: string) => string;
   limit: number;
   offset: number;
+  /** Holds heap for the answer (see AnswerRoom). */
+  room: AnswerRoom;
   budget: number;
 };
 
@@ -91,6 +104,8 @@ export async function budgetedPage<W, R>(query: PageQuery, read: PageRead<W, R>)
   const sizes = await sqlRows<SizedRow>(db, sql, params);
   const fit = rowsThatFit(sizes.slice(0, query.limit), query.budget, query.name);
   if (!fit) return { rows: [], more: sizes.length > 0 };
+  // Heap for what is about to be read, shared with the other answers and bodies in flight.
+  if (!(await query.room(sizes.slice(0, fit).reduce((sum, size) => sum + Number(size.bytes), 0)))) throw answersBusy();
   const fetched = new Map((await read.rows(sizes.slice(0, fit).map((row) => row.id))).map((row) => [read.id(row), row]));
   const rows: R[] = [];
   let total = 0;

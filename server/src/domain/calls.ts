@@ -14,11 +14,11 @@ import {
   type SqlScope,
 } from '../db/sql.ts';
 import { ensureProject, requireProjectAccess } from './access.ts';
-import { budgetedPage, jsonDensity, rowTooLarge } from './answer-budget.ts';
+import { answersBusy, budgetedPage, jsonDensity, rowTooLarge } from './answer-budget.ts';
 import { conflict, invalid, notFound } from './errors.ts';
 import { contentHash, firstPositions, insertThenCompare } from './idempotency.ts';
 import { decodeCursor, encodeCursor, keyset, orderSql, queryFingerprint, type KeysetKey } from './cursor.ts';
-import { cursorPage, type CursorPage, type Page } from './paging.ts';
+import { cursorPage, type CursorPage, type Page, type PageLimits } from './paging.ts';
 import { newId } from './ids.ts';
 
 const IN_CHUNK = 500;
@@ -185,12 +185,18 @@ function groupIds(elements: readonly Keyed[]): Map<string, string[]> {
 }
 
 /** One call; 413 when it alone is larger than an answer may be (`budget` bytes), before it is read. */
-export async function readCall(db: SqlScope, user: AuthUser, projectId: string, callId: string, budget: number): Promise<CallDto> {
+export async function readCall(
+  db: SqlScope,
+  user: AuthUser,
+  { projectId, callId, limits }: { projectId: string; callId: string; limits: Pick<PageLimits, 'responseBytes' | 'room'> },
+): Promise<CallDto> {
   requireProjectAccess(user, projectId, 'read');
+  const budget = limits.responseBytes;
   const where = 'from calls where project_id = ? and id = ?';
   const [size] = await sqlRows<{ bytes: number | string }>(db, `select ${callBytes(db)} as bytes ${where}`, [projectId, callId]);
   if (!size) throw notFound(`Call "${callId}" does not exist in project ${projectId}.`);
   if (Number(size.bytes) > budget) throw rowTooLarge(callName(projectId, callId), Number(size.bytes), budget);
+  if (!(await limits.room(Number(size.bytes)))) throw answersBusy();
   const [row] = await sqlRows<CallSqlRow>(db, `select ${callColumns(db)} ${where}`, [projectId, callId]);
   if (!row) throw notFound(`Call "${callId}" does not exist in project ${projectId}.`);
   const weight = Number(size.bytes) + callDensity(row);
@@ -231,6 +237,7 @@ export async function queryCalls(db: SqlScope, user: AuthUser, query: CallQueryR
       limit: page.limit,
       offset: page.offset,
       budget: page.bytes,
+      room: page.room,
     },
     {
       rows: (ids) => sqlRows<CallSqlRow>(db, `select ${callColumns(db)} from calls where project_id = ? and id in (${placeholders(ids.length)})`, [query.project_id, ...ids]),

@@ -344,6 +344,7 @@ export async function queryFeedback(db: SqlScope, user: AuthUser, req: FeedbackQ
       limit: page.limit,
       offset: page.offset,
       budget: page.bytes,
+      room: page.room,
     },
     {
       async rows(ids): Promise<StoredRecord[]> {

@@ -209,6 +209,7 @@ export async function queryItems(
       limit: page.limit,
       offset: page.offset,
       budget: page.bytes,
+      room: page.room,
     },
     {
       rows: (ids) => sqlRows<ItemRow>(db, `select ${ITEM_COLUMNS} from annotation_queue_items i where i.id in (${placeholders(ids.length)}) and i.deleted_at is null`, ids),

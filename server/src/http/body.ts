@@ -1,7 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import onHeaders from 'on-headers';
-import { admittedUser, refusalOf } from '../api/request-admission.ts';
-import { BodyBudget } from './body-budget.ts';
+import { heapAccountsOf, keepBodyHold, refusalOf } from '../api/request-admission.ts';
+import { heapUnits, HEAP_UNIT, type HeapBudget } from '../domain/heap-budget.ts';
 import { leaveBodyUnread, sendError } from './errors.ts';
 import { bodyWeight, JsonMeter, type JsonShape } from '../domain/json-shape.ts';
 import { carriesBody } from './request-kind.ts';
@@ -11,10 +11,6 @@ export type BodyLimits = {
   maxBytes: number;
   /** Deepest nesting of objects and arrays (400 above). */
   maxDepth: number;
-  /** The weight (bodyWeight) of all bodies being read or handled at once; one body's most, too. */
-  budget: number;
-  /** The weight one API key, and one client address, may hold at once (their oldest body may grow up to `budget` less this). */
-  share: number;
   /** How long a body may wait for room in the budget before 503. */
   waitMs: number;
   /** The slowest a body may arrive, in bytes per second, judged over each window of RATE_WINDOW_MS (408 below). */
@@ -37,7 +33,6 @@ const texts = new WeakMap<object, string>();
 export function bodyText(req: object): string | undefined {
   return texts.get(req);
 }
-const UNIT = 64 * 1024;
 
 /**
  * Reads a JSON request body, after the request was admitted (route known, credentials checked),
@@ -55,14 +50,10 @@ const UNIT = 64 * 1024;
  * back when its answer begins (headers written) or the client goes away, so an event stream opened
  * with a body holds nothing once it streams.
  */
-export function jsonBodyReader(limits: BodyLimits) {
-  // Counted in units of 64 KiB; a small body holds one unit.
-  const budget = new BodyBudget(Math.max(1, Math.floor(limits.budget / UNIT)), Math.max(1, Math.floor(limits.share / UNIT)));
-
-  /** The budget's units a weight in bytes takes. */
-  const unitsOf = (weight: number) => Math.max(1, Math.ceil(weight / UNIT));
+export function jsonBodyReader(limits: BodyLimits, budget: HeapBudget) {
+  const unitsOf = heapUnits;
   /** The heaviest body that can be held: the budget less one share, so that others always have one. */
-  const heaviest = budget.largest * UNIT;
+  const heaviest = budget.largest * HEAP_UNIT;
 
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     if (!carriesBody(req.method)) return next();
@@ -85,10 +76,8 @@ export function jsonBodyReader(limits: BodyLimits) {
     const declared = req.headers['content-length'] === undefined ? undefined : Number(req.headers['content-length']);
     if (declared !== undefined && declared > limits.maxBytes) return refuse(413, 'PAYLOAD_TOO_LARGE', tooLargeReason(limits.maxBytes));
 
-    const user = admittedUser(req);
-    const accounts = [`address ${req.ip ?? req.socket.remoteAddress ?? 'unknown'}`];
-    if (user) accounts.push(`key ${user.keyId}`);
-    const hold = budget.hold(accounts);
+    const hold = budget.hold(heapAccountsOf(req));
+    keepBodyHold(req, hold);
     res.once('close', () => hold.release());
     onHeaders(res, () => hold.release());
     // A body cut short for its pace leaves bytes unread on the connection: it is closed after the answer.

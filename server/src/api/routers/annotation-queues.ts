@@ -48,7 +48,7 @@ const itemsRouter = router({
     .meta(rest({ method: 'POST', path: '/annotation_queues/{queue_id}/items/query', tags, summary: 'Query the items of a queue', answers: [404] }))
     .input(AnnotationQueueItemsQueryReq)
     .output(AnnotationQueueItemsQueryRes)
-    .query(({ ctx, input }) => queryItems(ctx.db, ctx.user, input, resolvePaging(input, ctx.services.config.limits, ctx.services.cursorSeal))),
+    .query(({ ctx, input }) => queryItems(ctx.db, ctx.user, input, resolvePaging(input, ctx.pageLimits))),
 
   claim: protectedProcedure
     .meta(rest({ method: 'POST', path: '/annotation_queues/{queue_id}/items/claim', tags, summary: 'Take the next item to annotate, with a lease', answers: [404] }))
@@ -90,7 +90,7 @@ export const annotationQueuesRouter = router({
     .input(AnnotationQueueQueryReq)
     .output(AnnotationQueueQueryRes)
     .query(async ({ ctx, input }) => ({
-      queues: await queryQueues(ctx.db, ctx.user, input, resolvePaging(input, ctx.services.config.limits, ctx.services.cursorSeal)),
+      queues: await queryQueues(ctx.db, ctx.user, input, resolvePaging(input, ctx.pageLimits)),
     })),
 
   stats: protectedProcedure

@@ -15,14 +15,14 @@ export const callsRouter = router({
     .meta(rest({ method: 'GET', path: '/calls/{call_id}', tags: ['calls'], summary: 'Read one call', answers: [404, 413] }))
     .input(CallReadReq)
     .output(CallReadRes)
-    .query(async ({ ctx, input }) => ({ call: await readCall(ctx.db, ctx.user, input.project_id, input.call_id, ctx.services.config.limits.responseBytes) })),
+    .query(async ({ ctx, input }) => ({ call: await readCall(ctx.db, ctx.user, { projectId: input.project_id, callId: input.call_id, limits: ctx.pageLimits }) })),
 
   query: protectedProcedure
     .meta(rest({ method: 'POST', path: '/calls/query', tags: ['calls'], summary: 'Query calls, ordered by started_at, id' }))
     .input(CallQueryReq)
     .output(CallQueryRes)
     .query(async ({ ctx, input }) => {
-      const page = await queryCalls(ctx.db, ctx.user, input, resolvePaging(input, ctx.services.config.limits, ctx.services.cursorSeal));
+      const page = await queryCalls(ctx.db, ctx.user, input, resolvePaging(input, ctx.pageLimits));
       return { calls: page.rows, next_cursor: page.nextCursor };
     }),
 });

@@ -45,7 +45,7 @@ export const feedbackRouter = router({
     .input(FeedbackQueryReq)
     .output(FeedbackQueryRes)
     .query(async ({ ctx, input }) => {
-      const page = await queryFeedback(ctx.db, ctx.user, input, resolvePaging(input, ctx.services.config.limits, ctx.services.cursorSeal));
+      const page = await queryFeedback(ctx.db, ctx.user, input, resolvePaging(input, ctx.pageLimits));
       return { result: page.rows, next_cursor: page.nextCursor };
     }),
 

@@ -1,11 +1,25 @@
-type Waiter = { hold: BodyHold; units: number; resolve: (taken: boolean) => void; timer: NodeJS.Timeout };
-type Account = { held: number; holders: Set<BodyHold> };
+type Waiter = { hold: HeapHold; units: number; resolve: (taken: boolean) => void; timer: NodeJS.Timeout };
+type Account = { held: number; holders: Set<HeapHold> };
 
 let holdsMade = 0;
 
+/** The budget's unit: 64 KiB of heap weight; a small body or answer holds one. */
+export const HEAP_UNIT = 64 * 1024;
+
+/** A budget of `bytes` of heap weight, of which one account holds `shareBytes` (see HeapBudget). */
+export function heapBudgetOf(bytes: number, shareBytes: number): HeapBudget {
+  return new HeapBudget(Math.max(1, Math.floor(bytes / HEAP_UNIT)), Math.max(1, Math.floor(shareBytes / HEAP_UNIT)));
+}
+
+/** The units a weight in bytes takes (at least one). */
+export function heapUnits(weight: number): number {
+  return Math.max(1, Math.ceil(weight / HEAP_UNIT));
+}
+
 /**
- * A count of units shared by the request bodies in flight, handed out first come, first served.
- * Each body takes its units through a `BodyHold`, which also charges them to the body's accounts
+ * A count of units of heap shared by the request bodies in flight and the answers being made,
+ * handed out first come, first served (http/body.ts takes it for bodies, api/context.ts for
+ * answers). Each takes its units through a `HeapHold`, which also charges them to its accounts
  * (its API key, its client address): an account's bodies hold at most `share` units together,
  * except that its oldest body may grow past that up to `largest` (the size less one share), so
  * that no one key or address can take the whole budget, while one body of any admissible weight
@@ -14,7 +28,7 @@ let holdsMade = 0;
  * chunk of every body (async-mutex's weighted semaphore was tried first: it makes a promise and a
  * timer for every acquisition and walks every free unit on every release).
  */
-export class BodyBudget {
+export class HeapBudget {
   readonly size: number;
   readonly share: number;
   /** The most one account may hold, and so one body's most. */
@@ -32,8 +46,8 @@ export class BodyBudget {
   }
 
   /** A holder of units for one body, charged to `accounts` (e.g. its key and its address). */
-  hold(accounts: readonly string[] = []): BodyHold {
-    return new BodyHold(this, accounts);
+  hold(accounts: readonly string[] = []): HeapHold {
+    return new HeapHold(this, accounts);
   }
 
   get free(): number {
@@ -45,8 +59,8 @@ export class BodyBudget {
     return this.#accounts.get(account)?.held ?? 0;
   }
 
-  /** @internal (BodyHold) */
-  take(hold: BodyHold, units: number, waitMs: number, ahead: boolean): boolean | Promise<boolean> {
+  /** @internal (HeapHold) */
+  take(hold: HeapHold, units: number, waitMs: number, ahead: boolean): boolean | Promise<boolean> {
     if (units <= 0) return true;
     if (hold.held + units > this.largest) return false;
     if (units <= this.#free && this.#accountsAdmit(hold, units) && (ahead || !this.#lineBlocked())) {
@@ -69,8 +83,8 @@ export class BodyBudget {
     });
   }
 
-  /** @internal (BodyHold) */
-  give(hold: BodyHold, units: number): void {
+  /** @internal (HeapHold) */
+  give(hold: HeapHold, units: number): void {
     if (units <= 0) return;
     hold.held -= units;
     this.#free += units;
@@ -84,7 +98,7 @@ export class BodyBudget {
     this.#dispatch();
   }
 
-  #grant(hold: BodyHold, units: number): void {
+  #grant(hold: HeapHold, units: number): void {
     this.#free -= units;
     hold.held += units;
     for (const name of hold.accounts) {
@@ -96,7 +110,7 @@ export class BodyBudget {
   }
 
   /** Within every account's share, or within `largest` for the oldest body holding units of that account. */
-  #accountsAdmit(hold: BodyHold, units: number): boolean {
+  #accountsAdmit(hold: HeapHold, units: number): boolean {
     return hold.accounts.every((name) => {
       const account = this.#accounts.get(name);
       if (!account || account.held + units <= this.share) return true;
@@ -133,15 +147,15 @@ export class BodyBudget {
 }
 
 /** The units one body holds; `release` gives them all back (once the body is no longer in the heap's way). */
-export class BodyHold {
+export class HeapHold {
   held = 0;
   /** Bodies made earlier have lower numbers: the oldest of an account may pass its share. */
   readonly order = ++holdsMade;
   #released = false;
-  readonly #budget: BodyBudget;
+  readonly #budget: HeapBudget;
   readonly accounts: readonly string[];
 
-  constructor(budget: BodyBudget, accounts: readonly string[]) {
+  constructor(budget: HeapBudget, accounts: readonly string[]) {
     this.#budget = budget;
     this.accounts = [...new Set(accounts)];
   }

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { BodyBudget } from '../../../server/src/http/body-budget.ts';
+import { HeapBudget } from '../../../server/src/domain/heap-budget.ts';
 import { bodyWeight, JsonMeter, measureJson } from '../../../server/src/domain/json-shape.ts';
 
-describe('BodyBudget', () => {
+describe('HeapBudget', () => {
   const tick = () => new Promise((resolve) => setTimeout(resolve, 0));
 
   it('hands out units at once while there is room, first come first served after that', async () => {
-    const budget = new BodyBudget(10);
+    const budget = new HeapBudget(10);
     const first = budget.hold();
     expect(first.take(6, 1000)).toBe(true);
     const big = budget.hold().take(6, 1000);
@@ -24,7 +24,7 @@ describe('BodyBudget', () => {
   });
 
   it('lets a body that holds units grow ahead of the waiters', async () => {
-    const budget = new BodyBudget(10);
+    const budget = new HeapBudget(10);
     const growing = budget.hold();
     expect(growing.take(8, 1000)).toBe(true);
     const waiting = budget.hold().take(8, 50);
@@ -34,7 +34,7 @@ describe('BodyBudget', () => {
   });
 
   it('answers false after the wait, and a timed-out large waiter no longer holds back smaller ones', async () => {
-    const budget = new BodyBudget(10);
+    const budget = new HeapBudget(10);
     expect(budget.hold().take(5, 1000)).toBe(true);
     const large = budget.hold().take(10, 30);
     const small = budget.hold().take(5, 1000);
@@ -44,12 +44,12 @@ describe('BodyBudget', () => {
   });
 
   it('never grants more than its size', () => {
-    expect(new BodyBudget(4).hold().take(5, 1000)).toBe(false);
-    expect(new BodyBudget(4).largest).toBe(4); // without a share smaller than the size, one body may hold it all
+    expect(new HeapBudget(4).hold().take(5, 1000)).toBe(false);
+    expect(new HeapBudget(4).largest).toBe(4); // without a share smaller than the size, one body may hold it all
   });
 
   it('gives back at once units granted after the hold was released (the client went away)', async () => {
-    const budget = new BodyBudget(4);
+    const budget = new HeapBudget(4);
     const first = budget.hold();
     expect(first.take(4, 1000)).toBe(true);
     const late = budget.hold();
@@ -61,7 +61,7 @@ describe('BodyBudget', () => {
   });
 
   it('holds an account (a key, an address) to its share across its bodies, but lets one body alone take more', async () => {
-    const budget = new BodyBudget(100, 25);
+    const budget = new HeapBudget(100, 25);
     const alone = budget.hold(['key a', 'address 1']);
     expect(alone.growTo(60, 1000)).toBe(true); // its only body: more than the share
     expect(budget.heldBy('key a')).toBe(60);
@@ -80,7 +80,7 @@ describe('BodyBudget', () => {
   });
 
   it('lets the oldest body of a key grow past the share while the key\'s others wait, so that they cannot stall each other', async () => {
-    const budget = new BodyBudget(100, 25);
+    const budget = new HeapBudget(100, 25);
     const older = budget.hold(['key a']);
     const younger = budget.hold(['key a']);
     expect(older.growTo(10, 1000)).toBe(true);
@@ -94,7 +94,7 @@ describe('BodyBudget', () => {
   });
 
   it('never lets one account hold more than the budget less one share, so that others always have one', async () => {
-    const budget = new BodyBudget(100, 25);
+    const budget = new HeapBudget(100, 25);
     expect(budget.largest).toBe(75);
     const heavy = budget.hold(['key a', 'address 1']);
     expect(heavy.growTo(75, 1000)).toBe(true);
@@ -103,7 +103,7 @@ describe('BodyBudget', () => {
   });
 
   it('lets bodies of one key grow together up to the share only', async () => {
-    const budget = new BodyBudget(100, 25);
+    const budget = new HeapBudget(100, 25);
     const a = budget.hold(['key a']);
     const b = budget.hold(['key a']);
     expect(a.growTo(20, 1000)).toBe(true);
