@@ -22,6 +22,9 @@ export function answerRoom(services: Services, req: IncomingMessage, res: Server
       res.once('close', () => taken.release());
       hold = taken;
     }
-    return hold.growTo(heapUnits(ANSWER_WEIGHT_PER_BYTE * bytes), services.config.limits.bodyWaitMs);
+    // No more than one caller may ever hold: an answer within its byte budget is never refused for
+    // its size here (with the defaults, 4 × 32 MiB is well within the 192 MiB one caller may hold).
+    const units = Math.min(heapUnits(ANSWER_WEIGHT_PER_BYTE * bytes), services.heapBudget.largest);
+    return hold.growTo(units, services.config.limits.bodyWaitMs);
   };
 }
