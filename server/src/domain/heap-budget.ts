@@ -63,9 +63,15 @@ export class HeapBudget {
   take(hold: HeapHold, units: number, waitMs: number, ahead: boolean): boolean | Promise<boolean> {
     if (units <= 0) return true;
     if (hold.held + units > this.largest) return false;
-    if (units <= this.#free && this.#accountsAdmit(hold, units) && (ahead || !this.#lineBlocked())) {
+    const admitted = this.#accountsAdmit(hold, units);
+    if (units <= this.#free && admitted && (ahead || !this.#lineBlocked())) {
       this.#grant(hold, units);
       return true;
+    }
+    // Past its share, a client may have one body (or answer) waiting, not a queue of them: each
+    // waits with its bytes half read, and the heap its earlier ones left is still being reclaimed.
+    if (!admitted && this.#waiters.some((waiter) => waiter.hold !== hold && sharesAccount(waiter.hold, hold) && !this.#accountsAdmit(waiter.hold, waiter.units))) {
+      return false;
     }
     return new Promise((resolve) => {
       const waiter: Waiter = {
@@ -144,6 +150,10 @@ export class HeapBudget {
       waiter.resolve(true);
     }
   }
+}
+
+function sharesAccount(a: HeapHold, b: HeapHold): boolean {
+  return a.accounts.some((name) => b.accounts.includes(name));
 }
 
 /** The units one body holds; `release` gives them all back (once the body is no longer in the heap's way). */

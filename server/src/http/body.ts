@@ -141,6 +141,12 @@ export function jsonBodyReader(limits: BodyLimits, budget: HeapBudget) {
     }
     req.body = body;
     texts.set(req, text);
+    // Once answered, the request's text and parsed body are garbage, even while its connection (and
+    // so the request object) lives on: a large body's heap is not kept for the next request.
+    res.once('close', () => {
+      texts.delete(req);
+      req.body = undefined;
+    });
     next();
   };
 }

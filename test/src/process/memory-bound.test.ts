@@ -12,9 +12,9 @@ import { basic } from '../harness/http.ts';
 // client and from a member, then 8 valid 30 MB batches at once. Every answer is a 2xx, a 4xx or a
 // 503 with Retry-After; the process stays up; its peak resident memory stays under RSS_BOUND_MB.
 // The bound: a 384 MB heap (package.json) holding the 256 MiB body budget, plus the bodies' bytes
-// being received (off-heap), Node's own ~60 MB, and what the allocators keep of earlier bodies: a
-// client's batches are served in turn, so more of the 8 are handled than refused.
-const RSS_BOUND_MB = 768;
+// being received (off-heap) and Node's own ~60 MB. One client past its share has one body waiting
+// at a time, not a queue: the rest are refused at once.
+const RSS_BOUND_MB = 640;
 const LIMIT = 32 * 1024 * 1024;
 
 function peakRssMb(pid: number): number {

@@ -79,6 +79,21 @@ describe('HeapBudget', () => {
     expect(budget.heldBy('address 1')).toBe(0);
   });
 
+  it('refuses at once a body of an account past its share that already has one waiting: one waits, not a queue', async () => {
+    const budget = new HeapBudget(100, 25);
+    const first = budget.hold(['key a', 'address 1']);
+    expect(first.growTo(60, 1000)).toBe(true);
+    const second = budget.hold(['key a', 'address 1']).take(1, 1000);
+    expect(second).toBeInstanceOf(Promise);
+    // A third from the same key (or the same address) is refused without waiting.
+    expect(budget.hold(['key a', 'address 2']).take(1, 1000)).toBe(false);
+    expect(budget.hold(['key z', 'address 1']).take(1, 1000)).toBe(false);
+    // Another client is not affected.
+    expect(budget.hold(['key b', 'address 3']).take(10, 1000)).toBe(true);
+    first.release();
+    expect(await second).toBe(true);
+  });
+
   it('lets the oldest body of a key grow past the share while the key\'s others wait, so that they cannot stall each other', async () => {
     const budget = new HeapBudget(100, 25);
     const older = budget.hold(['key a']);
