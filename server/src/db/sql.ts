@@ -2,6 +2,7 @@ import type { Platform } from '@mikro-orm/core';
 import { SqlitePlatform } from '@mikro-orm/sql';
 import { CompiledQuery, type Kysely } from 'kysely';
 import { BEGIN, LoupeSqliteDialect, type LoupeSqliteDatabase } from './sqlite-dialect.ts';
+import { Statement } from './statement.ts';
 
 // Hand-written SQL goes through Kysely with bound parameters, not through em.execute(), which
 // writes the values into the SQL text: that would make every statement unique (nothing for the
@@ -40,7 +41,13 @@ function compile(db: SqlScope, sql: string, params: readonly unknown[]): Compile
 }
 
 /** Runs a query and returns its rows. */
-export async function sqlRows<T = Record<string, unknown>>(db: SqlScope, sql: string, params: readonly unknown[] = []): Promise<T[]> {
+export async function sqlRows<T = Record<string, unknown>>(db: SqlScope, statement: Statement): Promise<T[]>;
+/** @deprecated `?` text with its parameters: being replaced by the `sql` template (statement.ts). */
+export async function sqlRows<T = Record<string, unknown>>(db: SqlScope, sql: string, params?: readonly unknown[]): Promise<T[]>;
+export async function sqlRows<T>(db: SqlScope, query: string | Statement, args: readonly unknown[] = []): Promise<T[]> {
+  if (query instanceof Statement) return statementRows<T>(db, query);
+  const sql = query;
+  const params = args;
   const held = db.heldSqlite;
   if (held) return held.prepare(sql).all(params) as T[];
   const result = await db.getKysely().executeQuery(compile(db, sql, params));
@@ -54,7 +61,9 @@ export async function sqlRows<T = Record<string, unknown>>(db: SqlScope, sql: st
  * 8–14 ms for the same page built as one JSON array by SQLite and parsed). Outside a transaction
  * the connection is taken from Kysely first, so that no other statement runs meanwhile.
  */
-export async function sqliteArrays(db: SqlScope, sql: string, params: readonly unknown[] = []): Promise<unknown[][]> {
+export async function sqliteArrays(db: SqlScope, query: string | Statement, args: readonly unknown[] = []): Promise<unknown[][]> {
+  const sql = query instanceof Statement ? query.text('sqlite') : query;
+  const params = query instanceof Statement ? query.params : args;
   const held = db.heldSqlite;
   if (held) return held.arrays(sql).all(params);
   const platform = db.getPlatform();
@@ -67,10 +76,35 @@ export async function sqliteArrays(db: SqlScope, sql: string, params: readonly u
 }
 
 /** Runs a write and returns how many rows it changed. */
-export async function sqlRun(db: SqlScope, sql: string, params: readonly unknown[] = []): Promise<number> {
+export async function sqlRun(db: SqlScope, statement: Statement): Promise<number>;
+/** @deprecated `?` text with its parameters: being replaced by the `sql` template (statement.ts). */
+export async function sqlRun(db: SqlScope, sql: string, params?: readonly unknown[]): Promise<number>;
+export async function sqlRun(db: SqlScope, query: string | Statement, args: readonly unknown[] = []): Promise<number> {
+  if (query instanceof Statement) return statementRun(db, query);
+  const sql = query;
+  const params = args;
   const held = db.heldSqlite;
   if (held) return Number(held.prepare(sql).run(params).changes);
   const result = await db.getKysely().executeQuery(compile(db, sql, params));
+  return Number(result.numAffectedRows ?? 0n);
+}
+
+/** The scope's dialect, for a statement's text. */
+function dialectOf(db: SqlScope): 'sqlite' | 'postgresql' {
+  return onPostgres(db) ? 'postgresql' : 'sqlite';
+}
+
+async function statementRows<T>(db: SqlScope, statement: Statement): Promise<T[]> {
+  const held = db.heldSqlite;
+  if (held) return held.prepare(statement.text('sqlite')).all(statement.params) as T[];
+  const result = await db.getKysely().executeQuery(CompiledQuery.raw(statement.text(dialectOf(db)), statement.params as unknown[]));
+  return result.rows as T[];
+}
+
+async function statementRun(db: SqlScope, statement: Statement): Promise<number> {
+  const held = db.heldSqlite;
+  if (held) return Number(held.prepare(statement.text('sqlite')).run(statement.params).changes);
+  const result = await db.getKysely().executeQuery(CompiledQuery.raw(statement.text(dialectOf(db)), statement.params as unknown[]));
   return Number(result.numAffectedRows ?? 0n);
 }
 
