@@ -93,9 +93,9 @@ async function annotator(em: Em, username: string): Promise<AuthUser> {
 }
 
 async function queueNamed(em: Em, user: AuthUser, name: string, fields: { scorer_refs: string[]; description: string; annotations_per_item?: number }): Promise<string> {
-  const [found] = await queryQueues(em, user, { project_id: PROJECT, name }, { limit: 10, offset: 0, bytes: DEMO_ANSWER_BYTES });
+  const [found] = await queryQueues(em, { project_id: PROJECT, name }, { limit: 10, offset: 0, bytes: DEMO_ANSWER_BYTES });
   if (found && found.name === name) return found.id;
-  return (await createQueue(em, user, { project_id: PROJECT, name, ...fields }, notifyOnlyPublisher)).id;
+  return (await createQueue(em, { req: { project_id: PROJECT, name, ...fields }, userId: user.id, events: notifyOnlyPublisher })).id;
 }
 
 export async function loadDemo(em: Em) {
@@ -135,7 +135,7 @@ export async function loadDemo(em: Em) {
     attributes: call.attributes,
     ...(call.exception ? { exception: call.exception } : {}),
   }));
-  await createCalls(em, demo, [...chats, ...agent]);
+  await createCalls(em, demo.id, [...chats, ...agent]);
 
   type Field = 'helpfulness' | 'correct' | 'tone';
   const rubric: { name: Field; description: string; field_schema: Record<string, Json> }[] = [
@@ -144,7 +144,7 @@ export async function loadDemo(em: Em) {
     { name: 'tone', description: 'How the answer sounds to the customer.', field_schema: { enum: ['friendly', 'neutral', 'curt'] } },
   ];
   const refs: Record<Field, string> = { helpfulness: '', correct: '', tone: '' };
-  for (const spec of rubric) refs[spec.name] = (await createSpec(em, demo, { project_id: PROJECT, ...spec })).ref;
+  for (const spec of rubric) refs[spec.name] = (await createSpec(em, demo.id, { project_id: PROJECT, ...spec })).ref;
 
   const review = await queueNamed(em, demo, REVIEW_QUEUE, {
     scorer_refs: [refs.helpfulness, refs.correct, refs.tone],
@@ -153,9 +153,16 @@ export async function loadDemo(em: Em) {
   });
   const agentQueue = await queueNamed(em, demo, AGENT_QUEUE, { scorer_refs: [refs.correct], description: 'Is each step of the agent run right?' });
   const toneQueue = await queueNamed(em, demo, TONE_QUEUE, { scorer_refs: [refs.tone], description: 'Tone only, for the newest chats.' });
-  await addItems(em, demo, { project_id: PROJECT, queue_id: review, call_ids: chats.map((call) => call.id!) }, chats.length, notifyOnlyPublisher);
-  await addItems(em, demo, { project_id: PROJECT, queue_id: agentQueue, call_ids: agent.map((call) => call.id!) }, agent.length, notifyOnlyPublisher);
-  await addItems(em, demo, { project_id: PROJECT, queue_id: toneQueue, call_ids: chats.slice(-4).map((call) => call.id!) }, 4, notifyOnlyPublisher);
+  const add = (queueId: string, calls: readonly CallCreateReq[]) =>
+    addItems(em, {
+      req: { project_id: PROJECT, queue_id: queueId, call_ids: calls.map((call) => call.id!) },
+      userId: demo.id,
+      maxCallIds: calls.length,
+      events: notifyOnlyPublisher,
+    });
+  await add(review, chats);
+  await add(agentQueue, agent);
+  await add(toneQueue, chats.slice(-4));
 
   // Each annotator labels the first chats of the review queue (the demo user 9, ana 10, ben 8).
   const items = await itemIdsByCall(em, review);
@@ -173,9 +180,10 @@ export async function loadDemo(em: Em) {
       if (n === 4 && a === 1) batch.push({ ...about, id: feedbackId(a, n, 4), feedback_type: 'svc.note.1', payload: { note: 'The fraud check is not the only cause of a decline; the answer guesses.' } });
       if (n === 6) batch.push({ ...about, id: feedbackId(a, n, 5), feedback_type: 'svc.reaction.1', payload: { emoji: '👍' } });
     }
-    await createFeedbackBatch(em, person, batch, 1024 * 1024);
+    await createFeedbackBatch(em, { userId: person.id, batch, maxPayloadBytes: 1024 * 1024 });
     for (let n = 0; n < done[a]!; n++) {
-      await updateProgress(em, person, { project_id: PROJECT, queue_id: review, item_id: items.get(`demo-chat-${n + 1}`)!, annotation_state: 'completed' }, notifyOnlyPublisher);
+      const req = { project_id: PROJECT, queue_id: review, item_id: items.get(`demo-chat-${n + 1}`)!, annotation_state: 'completed' as const };
+      await updateProgress(em, { userId: person.id, req, events: notifyOnlyPublisher });
     }
   }
   return { user_id: key.user_id, username: key.username, api_key: key.api_key, project_id: PROJECT, queue_id: review };

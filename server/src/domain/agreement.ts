@@ -1,7 +1,5 @@
 import { callRef, parseRef, type Agreement, type AgreementLevel, type AnnotationQueueAgreementReq, type Json } from '@loupe/shared';
-import type { AuthUser } from './auth-user.ts';
 import { jsonFromSql, onPostgres, placeholders, sqliteArrays, sqlRows, sqlRun, sqlTransaction, type SqlScope } from '../db/sql.ts';
-import { requireProjectAccess } from './access.ts';
 import type { AgreementTask } from './agreement-thread.ts';
 import { AgreementDeadline, agreementTimedOut, inAgreementSlot, statisticsInThread } from './agreement-workers.ts';
 import { liveQueue } from './annotation-queues.ts';
@@ -35,9 +33,8 @@ const CALLS_PER_READ = 5000;
  * MAX_VALUES, MAX_VALUES_CHARS per spec, then 413; specs are read one after another), and
  * agreement-workers.ts's slots; the statistics run in a worker thread.
  */
-export async function queueAgreement(db: SqlScope, user: AuthUser, req: AnnotationQueueAgreementReq, timeoutMs: number): Promise<Agreement[]> {
+export async function queueAgreement(db: SqlScope, req: AnnotationQueueAgreementReq, timeoutMs: number): Promise<Agreement[]> {
   const deadline = new AgreementDeadline(timeoutMs);
-  requireProjectAccess(user, req.project_id, 'read');
   const queue = await liveQueue(db, req.project_id, req.queue_id);
   const refs = req.scorer_refs ?? queue.scorerRefs;
   const firstAt = new Map<string, number>();

@@ -1,11 +1,10 @@
 import type { InferEntity } from '@mikro-orm/core';
 import type { AnnotationQueue, AnnotationQueueCreateReq, AnnotationQueueQueryReq, AnnotationQueueUpdateReq } from '@loupe/shared';
-import type { AuthUser } from './auth-user.ts';
 import { AnnotationQueueRecord } from '../db/entities.ts';
 import type { Em } from '../db/orm.ts';
 import { Conditions, dateFromSql, jsonFromSql, onPostgres, placeholders, sqlDate, sqlRows, sqlRun, storedBytes, type SqlScope } from '../db/sql.ts';
 import { publishingTransaction, queueEvent, type QueueEventPublisher } from './queue-events.ts';
-import { ensureProject, requireProjectAccess } from './access.ts';
+import { ensureProject } from './access.ts';
 import { resolveSpecRef } from './annotation-specs.ts';
 import { requireAnswerFits } from './answer-budget.ts';
 import { notFound } from './errors.ts';
@@ -124,8 +123,10 @@ async function checkScorerRefs(em: Em, projectId: string, refs: readonly string[
 }
 
 /** Creating a queue is a `queue_updated` of it: streams of its project learn that it appeared. */
-export async function createQueue(em: Em, user: AuthUser, req: AnnotationQueueCreateReq, events: QueueEventPublisher): Promise<{ id: string }> {
-  requireProjectAccess(user, req.project_id, 'write');
+export async function createQueue(
+  em: Em,
+  { req, userId, events }: { req: AnnotationQueueCreateReq; userId: string; events: QueueEventPublisher },
+): Promise<{ id: string }> {
   const scorerRefs = req.scorer_refs ?? [];
   await checkScorerRefs(em, req.project_id, scorerRefs);
   const now = new Date();
@@ -142,7 +143,7 @@ export async function createQueue(em: Em, user: AuthUser, req: AnnotationQueueCr
       annotationsPerItem: req.annotations_per_item ?? DEFAULT_ANNOTATIONS_PER_ITEM,
       leaseSeconds: req.lease_seconds ?? DEFAULT_LEASE_SECONDS,
       createdAt: now,
-      createdBy: user.id,
+      createdBy: userId,
       updatedAt: now,
       deletedAt: null,
     });
@@ -152,8 +153,7 @@ export async function createQueue(em: Em, user: AuthUser, req: AnnotationQueueCr
   return { id };
 }
 
-export async function queryQueues(db: SqlScope, user: AuthUser, req: AnnotationQueueQueryReq, page: Pick<Page, 'limit' | 'offset' | 'bytes'>): Promise<AnnotationQueue[]> {
-  requireProjectAccess(user, req.project_id, 'read');
+export async function queryQueues(db: SqlScope, req: AnnotationQueueQueryReq, page: Pick<Page, 'limit' | 'offset' | 'bytes'>): Promise<AnnotationQueue[]> {
   const where = new Conditions();
   where.add('project_id = ? and deleted_at is null', req.project_id);
   // A case-insensitive substring that means the same on SQLite and PostgreSQL: lower() on both
@@ -178,13 +178,11 @@ function queueBytes(db: SqlScope): string {
 /** Field names, punctuation, numbers and times of a queue's JSON. */
 const QUEUE_FRAME_BYTES = 320;
 
-export async function readQueue(db: SqlScope, user: AuthUser, projectId: string, queueId: string): Promise<AnnotationQueue> {
-  requireProjectAccess(user, projectId, 'read');
+export async function readQueue(db: SqlScope, projectId: string, queueId: string): Promise<AnnotationQueue> {
   return toQueueDto(await liveQueue(db, projectId, queueId));
 }
 
-export async function updateQueue(em: Em, user: AuthUser, req: AnnotationQueueUpdateReq, events: QueueEventPublisher): Promise<AnnotationQueue> {
-  requireProjectAccess(user, req.project_id, 'write');
+export async function updateQueue(em: Em, req: AnnotationQueueUpdateReq, events: QueueEventPublisher): Promise<AnnotationQueue> {
   const row = await liveQueue(em, req.project_id, req.queue_id);
   if (req.scorer_refs) await checkScorerRefs(em, req.project_id, req.scorer_refs);
   const changes: Partial<QueueRow> = { updatedAt: new Date() };
@@ -206,8 +204,10 @@ export async function updateQueue(em: Em, user: AuthUser, req: AnnotationQueueUp
  * Soft delete: the queue and its items answer 404 from now on. Waits for the writes into the
  * queue that are under way (see queueWriteLockTerm).
  */
-export async function deleteQueue(db: SqlScope, user: AuthUser, projectId: string, queueId: string, events: QueueEventPublisher): Promise<AnnotationQueue> {
-  requireProjectAccess(user, projectId, 'write');
+export async function deleteQueue(
+  db: SqlScope,
+  { projectId, queueId, events }: { projectId: string; queueId: string; events: QueueEventPublisher },
+): Promise<AnnotationQueue> {
   return publishingTransaction(db, events, async (tx, record) => {
     if (onPostgres(tx)) await sqlRows(tx, 'select pg_advisory_xact_lock(hashtextextended(?, 0))', [queueLockKey(queueId)]);
     const row = await liveQueue(tx, projectId, queueId);

@@ -1,10 +1,9 @@
 import type { InferEntity } from '@mikro-orm/core';
 import { objectRef, parseRef, type AnnotationSpec, type AnnotationSpecCreateReq, type AnnotationSpecQueryReq } from '@loupe/shared';
-import type { AuthUser } from './auth-user.ts';
 import { AnnotationSpecRecord } from '../db/entities.ts';
 import type { Em } from '../db/orm.ts';
 import { Conditions, placeholders, sqlRows, storedBytes, type SqlScope } from '../db/sql.ts';
-import { ensureProject, requireProjectAccess } from './access.ts';
+import { ensureProject } from './access.ts';
 import { requireAnswerFits } from './answer-budget.ts';
 import { invalid } from './errors.ts';
 import { contentHash } from './idempotency.ts';
@@ -30,8 +29,7 @@ export function toSpecDto(row: SpecRow): AnnotationSpec {
   };
 }
 
-export async function createSpec(em: Em, user: AuthUser, req: AnnotationSpecCreateReq) {
-  requireProjectAccess(user, req.project_id, 'write');
+export async function createSpec(em: Em, userId: string, req: AnnotationSpecCreateReq) {
   const description = req.description ?? null;
   const digest = specDigest(description, req.field_schema);
   compileFieldSchema(req.field_schema, `${req.project_id}/${req.name}:${digest}`);
@@ -46,7 +44,7 @@ export async function createSpec(em: Em, user: AuthUser, req: AnnotationSpecCrea
         description,
         fieldSchema: req.field_schema,
         createdAt: new Date(),
-        createdBy: user.id,
+        createdBy: userId,
       })
       .onConflict(['projectId', 'name', 'digest'])
       .ignore()
@@ -58,8 +56,7 @@ export async function createSpec(em: Em, user: AuthUser, req: AnnotationSpecCrea
   return { ref: spec.ref, name: spec.name, digest: spec.digest, created_at: spec.created_at };
 }
 
-export async function querySpecs(em: Em, user: AuthUser, req: AnnotationSpecQueryReq, budget: number): Promise<AnnotationSpec[]> {
-  requireProjectAccess(user, req.project_id, 'read');
+export async function querySpecs(em: Em, req: AnnotationSpecQueryReq, budget: number): Promise<AnnotationSpec[]> {
   const byRef = (req.refs ?? []).map((ref, index) => {
     const parsed = parseRef(ref);
     if (!parsed.ok) throw invalid(`refs[${index}] ${parsed.reason}.`);

@@ -1,10 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { AnnotationQueueItem } from '@loupe/shared';
-import type { AuthUser } from './auth-user.ts';
 import { lockClause, onPostgres, sqlDate, sqlRows, type SqlScope } from '../db/sql.ts';
 import { publishingTransaction, queueEvent, type QueueEventPublisher } from './queue-events.ts';
 import { isTransactionConflict } from '../db/unavailable.ts';
-import { requireProjectAccess } from './access.ts';
 import { liveQueue, queueWriteLockTerm } from './annotation-queues.ts';
 import { recordProgress } from './progress.ts';
 import { ITEM_COLUMNS, toItemDto, type ItemRow } from './queue-items.ts';
@@ -23,17 +21,10 @@ const CONFLICT_ATTEMPTS = 4;
  * after the lock is held: every writer of an item's progress holds that item's lock until it
  * commits, so the recount sees all of them. On SQLite the one connection serialises claims.
  */
-export async function claimItem(
-  db: SqlScope,
-  user: AuthUser,
-  projectId: string,
-  queueId: string,
-  events: QueueEventPublisher,
-): Promise<AnnotationQueueItem | null> {
-  requireProjectAccess(user, projectId, 'write');
+export async function claimItem(db: SqlScope, claim: Claim): Promise<AnnotationQueueItem | null> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await claimOnce(db, user, projectId, queueId, events);
+      return await claimOnce(db, claim);
     } catch (error) {
       // The transaction was rolled back whole; the claim starts again from the top. A short wait
       // of varying length keeps the same claims from meeting again at once.
@@ -43,14 +34,17 @@ export async function claimItem(
   }
 }
 
-async function claimOnce(db: SqlScope, user: AuthUser, projectId: string, queueId: string, events: QueueEventPublisher): Promise<AnnotationQueueItem | null> {
+/** Who claims the next item of which queue. */
+type Claim = { userId: string; projectId: string; queueId: string; events: QueueEventPublisher };
+
+async function claimOnce(db: SqlScope, { userId, projectId, queueId, events }: Claim): Promise<AnnotationQueueItem | null> {
   return publishingTransaction(db, events, async (tx, record) => {
     // PostgreSQL: the queue's lock shared (a delete waits for this claim; see annotation-queues.ts),
     // and one claim at a time per (queue, annotator), so that a second concurrent claim of the same
     // annotator finds the first one's item below instead of taking another.
     if (onPostgres(tx)) {
       const queueLock = queueWriteLockTerm(tx, queueId);
-      await sqlRows(tx, `select pg_advisory_xact_lock(hashtextextended(?, 0))${queueLock.sql}`, [`claim ${queueId} ${user.id}`, ...queueLock.params]);
+      await sqlRows(tx, `select pg_advisory_xact_lock(hashtextextended(?, 0))${queueLock.sql}`, [`claim ${queueId} ${userId}`, ...queueLock.params]);
     }
     // Read after the locks: a queue deleted meanwhile is a 404.
     const queue = await liveQueue(tx, projectId, queueId);
@@ -62,7 +56,7 @@ async function claimOnce(db: SqlScope, user: AuthUser, projectId: string, queueI
         where p.queue_id = ? and p.annotator_user_id = ? and p.state = 'in_progress' and p.lease_expires_at > ?
           and i.deleted_at is null
         order by i.created_at, i.id limit 1`,
-      [queueId, user.id, at],
+      [queueId, userId, at],
     );
     if (own) return toItemDto(own);
 
@@ -81,7 +75,7 @@ async function claimOnce(db: SqlScope, user: AuthUser, projectId: string, queueI
               and (select count(*) from annotation_item_progress p where p.item_id = i.id and ${OCCUPYING}) < ?
             order by i.created_at, i.id
             limit 1${lockClause(tx, lock)}`,
-          [queueId, ...passedOver, user.id, at, queue.annotationsPerItem],
+          [queueId, ...passedOver, userId, at, queue.annotationsPerItem],
         );
       let [candidate] = await pick('for update of i skip locked');
       // SKIP LOCKED also passes over items that other claims hold right now, and with
@@ -97,9 +91,9 @@ async function claimOnce(db: SqlScope, user: AuthUser, projectId: string, queueI
         passedOver.push(candidate.id);
         continue;
       }
-      await recordProgress(tx, candidate, user.id, 'in_progress', 'insert', queue.leaseSeconds, now);
+      await recordProgress(tx, candidate, userId, 'in_progress', 'insert', queue.leaseSeconds, now);
       record(queueEvent('progress', projectId, queueId, candidate.id));
-      return toItemDto({ ...candidate, state: 'in_progress', state_annotator_user_id: user.id });
+      return toItemDto({ ...candidate, state: 'in_progress', state_annotator_user_id: userId });
     }
   });
 }

@@ -1,6 +1,5 @@
 import { objectRef, type Feedback, type FeedbackCreateReq, type FeedbackCreateRes, type FeedbackQueryReq } from '@loupe/shared';
 import type { ValidateFunction } from 'ajv';
-import type { AuthUser } from './auth-user.ts';
 import { AnnotationQueueRecord, AnnotationSpecRecord } from '../db/entities.ts';
 import type { Em } from '../db/orm.ts';
 import {
@@ -18,7 +17,7 @@ import {
   storedBytes,
   type SqlScope,
 } from '../db/sql.ts';
-import { ensureProject, requireProjectAccess } from './access.ts';
+import { ensureProject } from './access.ts';
 import { conflict, DomainError, invalid, notFound } from './errors.ts';
 import { lockQueuesForWrite } from './annotation-queues.ts';
 import { checkFeedback, lookupsNeeded, noSuchQueue, type FeedbackLookups } from './feedback-rules.ts';
@@ -116,8 +115,7 @@ const inBatch: Where = (index) => `batch[${index}].`;
 const single: Where = () => '';
 
 /** Validates a whole batch before anything is written; the first bad element fails it (400). */
-async function prepare(em: Em, user: AuthUser, batch: readonly FeedbackCreateReq[], maxPayloadBytes: number, where: Where): Promise<Prepared[]> {
-  for (const projectId of new Set(batch.map((element) => element.project_id))) requireProjectAccess(user, projectId, 'write');
+async function prepare(em: Em, batch: readonly FeedbackCreateReq[], maxPayloadBytes: number, where: Where): Promise<Prepared[]> {
   const lookups = await loadLookups(em, batch);
   return batch.map((element, index) => {
     const checked = checkFeedback(element, where(index), lookups, maxPayloadBytes);
@@ -205,7 +203,7 @@ type StoredResult = { id: string; project_id: string; request_hash: string; crea
  * Stores a validated batch in one transaction, idempotent by id (see insertThenCompare): a retry
  * answers the stored result, different content is a 409 that rolls the whole batch back.
  */
-async function store(em: Em, user: AuthUser, prepared: readonly Prepared[], now: Date, where: Where): Promise<FeedbackCreateRes[]> {
+async function store(em: Em, userId: string, prepared: readonly Prepared[], now: Date, where: Where): Promise<FeedbackCreateRes[]> {
   const positions = firstPositions(prepared, (index, first) =>
     invalid(`${where(index)}id "${prepared[index]!.id}" repeats batch[${first}] with different content.`),
   );
@@ -216,7 +214,7 @@ async function store(em: Em, user: AuthUser, prepared: readonly Prepared[], now:
     const at = sqlDate(tx, now);
     return insertThenCompare(unique, CHUNK, {
       async insert(chunk) {
-        const inserted = await sqlRows<{ id: string; project_id: string }>(tx, ...insertStatement(tx, chunk, user.id, at));
+        const inserted = await sqlRows<{ id: string; project_id: string }>(tx, ...insertStatement(tx, chunk, userId, at));
         return new Set(inserted.map((row) => `${row.project_id}\u0000${row.id}`));
       },
       async readStored(chunk) {
@@ -240,7 +238,7 @@ async function store(em: Em, user: AuthUser, prepared: readonly Prepared[], now:
   const createdAt = now.toISOString();
   return prepared.map((p): FeedbackCreateRes => {
     const row = retries.get(p.key);
-    if (!row) return { id: p.id, created_at: createdAt, svc_user_id: user.id, payload: p.payload };
+    if (!row) return { id: p.id, created_at: createdAt, svc_user_id: userId, payload: p.payload };
     return {
       id: row.id,
       created_at: isoFromSql(row.created_at),
@@ -250,43 +248,43 @@ async function store(em: Em, user: AuthUser, prepared: readonly Prepared[], now:
   });
 }
 
+/** Who writes which records, and how large one payload may be. */
+type FeedbackWrite<T> = { userId: string; maxPayloadBytes: number } & T;
+
 /** `POST /feedback/batch/create`: all or nothing, idempotent by id (contract 4.2). */
 export async function createFeedbackBatch(
   em: Em,
-  user: AuthUser,
-  batch: readonly FeedbackCreateReq[],
-  maxPayloadBytes: number,
+  { userId, batch, maxPayloadBytes }: FeedbackWrite<{ batch: readonly FeedbackCreateReq[] }>,
 ): Promise<FeedbackCreateRes[]> {
   if (!batch.length) return [];
   const now = new Date();
-  return store(em, user, await prepare(em, user, batch, maxPayloadBytes, inBatch), now, inBatch);
+  return store(em, userId, await prepare(em, batch, maxPayloadBytes, inBatch), now, inBatch);
 }
 
 /** `POST /feedback/create`: one record, with the batch's rules. */
-export async function createFeedback(em: Em, user: AuthUser, element: FeedbackCreateReq, maxPayloadBytes: number): Promise<FeedbackCreateRes> {
-  const [result] = await store(em, user, await prepare(em, user, [element], maxPayloadBytes, single), new Date(), single);
+export async function createFeedback(
+  em: Em,
+  { userId, element, maxPayloadBytes }: FeedbackWrite<{ element: FeedbackCreateReq }>,
+): Promise<FeedbackCreateRes> {
+  const [result] = await store(em, userId, await prepare(em, [element], maxPayloadBytes, single), new Date(), single);
   return result!;
 }
 
 /** `POST /feedback/replace`: removes one record and creates its replacement in one transaction. */
 export async function replaceFeedback(
   em: Em,
-  user: AuthUser,
-  element: FeedbackCreateReq,
-  feedbackId: string,
-  maxPayloadBytes: number,
+  { userId, element, feedbackId, maxPayloadBytes }: FeedbackWrite<{ element: FeedbackCreateReq; feedbackId: string }>,
 ): Promise<FeedbackCreateRes> {
-  const prepared = await prepare(em, user, [element], maxPayloadBytes, single);
+  const prepared = await prepare(em, [element], maxPayloadBytes, single);
   return em.transactional(async (tx) => {
     const removed = await sqlRun(tx, 'delete from feedback where project_id = ? and id = ?', [element.project_id, feedbackId.toLowerCase()]);
     if (!removed) throw notFound(`Feedback "${feedbackId}" does not exist in project ${element.project_id}.`);
-    const [result] = await store(tx, user, prepared, new Date(), single);
+    const [result] = await store(tx, userId, prepared, new Date(), single);
     return result!;
   });
 }
 
-export async function purgeFeedback(db: SqlScope, user: AuthUser, projectId: string, ids: readonly string[]): Promise<number> {
-  requireProjectAccess(user, projectId, 'write');
+export async function purgeFeedback(db: SqlScope, projectId: string, ids: readonly string[]): Promise<number> {
   // Ids are stored in lower case (they are UUIDs), so they are matched in lower case.
   const unique = [...new Set(ids.map((id) => id.toLowerCase()))];
   let deleted = 0;
@@ -307,8 +305,7 @@ const SORT_KEYS = {
   creator: { column: 'creator', field: 'creator', type: 'text', nullable: true },
 } as const satisfies Record<string, Omit<KeysetKey, 'direction'>>;
 
-export async function queryFeedback(db: SqlScope, user: AuthUser, req: FeedbackQueryReq, page: Page): Promise<CursorPage<Feedback>> {
-  requireProjectAccess(user, req.project_id, 'read');
+export async function queryFeedback(db: SqlScope, req: FeedbackQueryReq, page: Page): Promise<CursorPage<Feedback>> {
   const where = new Conditions();
   where.add('project_id = ?', req.project_id);
   const f = req.filter ?? {};

@@ -1,8 +1,6 @@
 import type { AnnotationQueueItem, AnnotationQueueItemProgressReq, ProgressState } from '@loupe/shared';
-import type { AuthUser } from './auth-user.ts';
 import { sqlDate, sqlRows, sqlRun, type SqlScope } from '../db/sql.ts';
 import { publishingTransaction, queueEvent, type QueueEventPublisher } from './queue-events.ts';
-import { requireProjectAccess } from './access.ts';
 import { invalid, notFound } from './errors.ts';
 import { liveItem, QUEUE_IS_LIVE, toItemDto } from './queue-items.ts';
 import { decideTransition } from './transitions.ts';
@@ -51,11 +49,8 @@ export async function recordProgress(
 /** The interface document's progress operation (contract 4.1). */
 export async function updateProgress(
   db: SqlScope,
-  user: AuthUser,
-  req: AnnotationQueueItemProgressReq,
-  events: QueueEventPublisher,
+  { userId, req, events }: { userId: string; req: AnnotationQueueItemProgressReq; events: QueueEventPublisher },
 ): Promise<AnnotationQueueItem> {
-  requireProjectAccess(user, req.project_id, 'write');
   return publishingTransaction(db, events, async (tx, record) => {
     const item = await liveItem(tx, req.project_id, req.queue_id, req.item_id, true);
     // With the item's lock and the queue's held: this caller's record, and whether the queue is
@@ -63,15 +58,15 @@ export async function updateProgress(
     const [current] = (await sqlRows<{ state: ProgressState | null; live: unknown }>(tx,
       `select (select p.state from annotation_item_progress p where p.item_id = ? and p.annotator_user_id = ?) as state,
               case when ${QUEUE_IS_LIVE} then 1 else 0 end as live`,
-      [req.item_id, user.id, req.queue_id],
+      [req.item_id, userId, req.queue_id],
     )) as [{ state: ProgressState | null; live: unknown }];
     if (!Number(current.live)) throw notFound(`Annotation queue "${req.queue_id}" does not exist in project ${req.project_id}.`);
     const decision = decideTransition(current.state ?? null, req.annotation_state);
     if (decision.action === 'reject') throw invalid(decision.reason);
     if (decision.action === 'none') return toItemDto(item);
-    const shown = await recordProgress(tx, item, user.id, req.annotation_state, decision.action, item.lease_seconds);
+    const shown = await recordProgress(tx, item, userId, req.annotation_state, decision.action, item.lease_seconds);
     record(queueEvent('progress', req.project_id, req.queue_id, req.item_id));
     if (!shown) return toItemDto(await liveItem(tx, req.project_id, req.queue_id, req.item_id));
-    return toItemDto({ ...item, state: req.annotation_state, state_annotator_user_id: user.id });
+    return toItemDto({ ...item, state: req.annotation_state, state_annotator_user_id: userId });
   });
 }

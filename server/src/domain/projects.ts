@@ -39,7 +39,7 @@ const PROJECT_FRAME_BYTES = 160;
  * calls, queues not deleted, feedback or annotation specs — ordered by project_id. A project's
  * created_at is that of its earliest live record (a project row outlives its data).
  */
-export async function queryProjects(db: SqlScope, user: AuthUser, req: ProjectQueryReq, budget: number): Promise<Project[]> {
+export async function queryProjects(db: SqlScope, { user, req, budget }: { user: AuthUser; req: ProjectQueryReq; budget: number }): Promise<Project[]> {
   if (req.entity !== undefined && !user.roles.has(req.entity)) throw forbidden(`You are not a member of entity "${req.entity}".`);
   const entities = req.entity !== undefined ? [req.entity] : [...user.roles.keys()];
   if (!entities.length) return [];

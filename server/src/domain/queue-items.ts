@@ -1,5 +1,4 @@
 import type { AnnotationQueueItem, AnnotationQueueItemsAddReq, AnnotationQueueItemsQueryReq, ItemSort } from '@loupe/shared';
-import type { AuthUser } from './auth-user.ts';
 import {
   Conditions,
   isoFromSql,
@@ -14,7 +13,7 @@ import {
   type SqlScope,
 } from '../db/sql.ts';
 import { publishingTransaction, queueEvent, type QueueEventPublisher } from './queue-events.ts';
-import { ensureProject, requireProjectAccess } from './access.ts';
+import { ensureProject } from './access.ts';
 import { liveQueue, lockQueuesForWrite, queueWriteLockTerm } from './annotation-queues.ts';
 import { notFound, tooLarge } from './errors.ts';
 import { decodeCursor, encodeCursor, keyset, orderSql, queryFingerprint, type DecodedCursor, type KeysetKey } from './cursor.ts';
@@ -91,12 +90,8 @@ export type AddItemsResult = { added_count: number; duplicates: string[]; missin
  */
 export async function addItems(
   db: SqlScope,
-  user: AuthUser,
-  req: AnnotationQueueItemsAddReq,
-  maxCallIds: number,
-  events: QueueEventPublisher,
+  { req, userId, maxCallIds, events }: { req: AnnotationQueueItemsAddReq; userId: string; maxCallIds: number; events: QueueEventPublisher },
 ): Promise<AddItemsResult> {
-  requireProjectAccess(user, req.project_id, 'write');
   if (req.call_ids.length > maxCallIds) {
     throw tooLarge(`call_ids holds ${req.call_ids.length} ids; at most ${maxCallIds} are accepted in one request. Split it.`);
   }
@@ -134,7 +129,7 @@ export async function addItems(
       for (const id of ids) {
         const call = calls.get(id)!;
         values.push(newId(), req.project_id, req.queue_id, id, call.started_at, call.ended_at ?? null, call.op_name, call.trace_id);
-        values.push(displayFields, user.id, now, user.id, now);
+        values.push(displayFields, userId, now, userId, now);
       }
       const inserted = await sqlRows<{ call_id: string }>(tx,
         `insert into annotation_queue_items (id, project_id, queue_id, call_id, call_started_at, call_ended_at, call_op_name,
@@ -173,11 +168,9 @@ function sortKeys(sort: readonly ItemSort[] | undefined): KeysetKey[] {
 
 export async function queryItems(
   db: SqlScope,
-  user: AuthUser,
   req: AnnotationQueueItemsQueryReq,
   page: Page,
 ): Promise<{ items: AnnotationQueueItem[]; next_cursor: string | null }> {
-  requireProjectAccess(user, req.project_id, 'read');
   await liveQueue(db, req.project_id, req.queue_id);
   const where = new Conditions();
   where.add('i.queue_id = ? and i.deleted_at is null', req.queue_id);
@@ -281,13 +274,8 @@ async function positionsOf(
 /** Soft delete of one item; it answers 404 from then on. */
 export async function deleteItem(
   db: SqlScope,
-  user: AuthUser,
-  projectId: string,
-  queueId: string,
-  itemId: string,
-  events: QueueEventPublisher,
+  { projectId, queueId, itemId, events }: { projectId: string; queueId: string; itemId: string; events: QueueEventPublisher },
 ): Promise<AnnotationQueueItem> {
-  requireProjectAccess(user, projectId, 'write');
   return publishingTransaction(db, events, async (tx, record) => {
     const row = await liveItem(tx, projectId, queueId, itemId, true);
     const now = new Date();

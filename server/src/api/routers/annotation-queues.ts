@@ -33,30 +33,32 @@ import { openEventStream, type StreamRequest } from '../../events/open-event-str
 import type { AuthUser } from '../../domain/auth-user.ts';
 import type { Context } from '../context.ts';
 import { protectedProcedure, router, streamUnderErrorPolicy } from '../trpc.ts';
+import { projectProcedure } from '../project-procedures.ts';
 import { rest } from '../rest-meta.ts';
 
 const tags = ['annotation queues'];
 
 const itemsRouter = router({
-  add: protectedProcedure
+  add: projectProcedure('write', AnnotationQueueItemsAddReq)
     .meta(rest({ method: 'POST', path: '/annotation_queues/{queue_id}/items', tags, summary: 'Add calls to a queue', answers: [404] }))
-    .input(AnnotationQueueItemsAddReq)
     .output(AnnotationQueueItemsAddRes)
-    .mutation(({ ctx, input }) => addItems(ctx.db, ctx.user, input, ctx.services.config.limits.callIdsPerAdd, ctx.services.queueEvents)),
+    .mutation(({ ctx, input }) =>
+      addItems(ctx.db, { req: input, userId: ctx.user.id, maxCallIds: ctx.services.config.limits.callIdsPerAdd, events: ctx.services.queueEvents }),
+    ),
 
-  query: protectedProcedure
+  query: projectProcedure('read', AnnotationQueueItemsQueryReq)
     .meta(rest({ method: 'POST', path: '/annotation_queues/{queue_id}/items/query', tags, summary: 'Query the items of a queue', answers: [404] }))
-    .input(AnnotationQueueItemsQueryReq)
     .output(AnnotationQueueItemsQueryRes)
-    .query(({ ctx, input }) => queryItems(ctx.db, ctx.user, input, resolvePaging(input, ctx.pageLimits))),
+    .query(({ ctx, input }) => queryItems(ctx.db, input, resolvePaging(input, ctx.pageLimits))),
 
-  claim: protectedProcedure
+  claim: projectProcedure('write', AnnotationQueueClaimReq)
     .meta(rest({ method: 'POST', path: '/annotation_queues/{queue_id}/items/claim', tags, summary: 'Take the next item to annotate, with a lease', answers: [404] }))
-    .input(AnnotationQueueClaimReq)
     .output(AnnotationQueueClaimRes)
-    .mutation(async ({ ctx, input }) => ({ item: await claimItem(ctx.db, ctx.user, input.project_id, input.queue_id, ctx.services.queueEvents) })),
+    .mutation(async ({ ctx, input }) => ({
+      item: await claimItem(ctx.db, { userId: ctx.user.id, projectId: input.project_id, queueId: input.queue_id, events: ctx.services.queueEvents }),
+    })),
 
-  progress: protectedProcedure
+  progress: projectProcedure('write', AnnotationQueueItemProgressReq)
     .meta(
       rest({
         method: 'POST',
@@ -67,57 +69,49 @@ const itemsRouter = router({
         answers: [404],
       }),
     )
-    .input(AnnotationQueueItemProgressReq)
     .output(AnnotationQueueItemRes)
-    .mutation(async ({ ctx, input }) => ({ item: await updateProgress(ctx.db, ctx.user, input, ctx.services.queueEvents) })),
+    .mutation(async ({ ctx, input }) => ({ item: await updateProgress(ctx.db, { userId: ctx.user.id, req: input, events: ctx.services.queueEvents }) })),
 
-  delete: protectedProcedure
+  delete: projectProcedure('write', AnnotationQueueItemRef)
     .meta(rest({ method: 'DELETE', path: '/annotation_queues/{queue_id}/items/{item_id}', tags, summary: 'Remove an item (soft delete)', answers: [404] }))
-    .input(AnnotationQueueItemRef)
     .output(AnnotationQueueItemRes)
-    .mutation(async ({ ctx, input }) => ({ item: await deleteItem(ctx.db, ctx.user, input.project_id, input.queue_id, input.item_id, ctx.services.queueEvents) })),
+    .mutation(async ({ ctx, input }) => ({
+      item: await deleteItem(ctx.db, { projectId: input.project_id, queueId: input.queue_id, itemId: input.item_id, events: ctx.services.queueEvents }),
+    })),
 });
 
 export const annotationQueuesRouter = router({
-  create: protectedProcedure
+  create: projectProcedure('write', AnnotationQueueCreateReq)
     .meta(rest({ method: 'POST', path: '/annotation_queues', tags, summary: 'Create a queue' }))
-    .input(AnnotationQueueCreateReq)
     .output(AnnotationQueueCreateRes)
-    .mutation(({ ctx, input }) => createQueue(ctx.unitOfWork(), ctx.user, input, ctx.services.queueEvents)),
+    .mutation(({ ctx, input }) => createQueue(ctx.unitOfWork(), { req: input, userId: ctx.user.id, events: ctx.services.queueEvents })),
 
-  query: protectedProcedure
+  query: projectProcedure('read', AnnotationQueueQueryReq)
     .meta(rest({ method: 'POST', path: '/annotation_queues/query', tags, summary: 'List queues, newest first' }))
-    .input(AnnotationQueueQueryReq)
     .output(AnnotationQueueQueryRes)
-    .query(async ({ ctx, input }) => ({
-      queues: await queryQueues(ctx.db, ctx.user, input, resolvePaging(input, ctx.pageLimits)),
-    })),
+    .query(async ({ ctx, input }) => ({ queues: await queryQueues(ctx.db, input, resolvePaging(input, ctx.pageLimits)) })),
 
-  stats: protectedProcedure
+  stats: projectProcedure('read', AnnotationQueueStatsReq)
     .meta(rest({ method: 'POST', path: '/annotation_queues/stats', tags, summary: 'Progress counts of queues', answers: [404] }))
-    .input(AnnotationQueueStatsReq)
     .output(AnnotationQueueStatsRes)
-    .query(async ({ ctx, input }) => ({ stats: await queueStats(ctx.db, ctx.user, input.project_id, input.queue_ids) })),
+    .query(async ({ ctx, input }) => ({ stats: await queueStats(ctx.db, input.project_id, input.queue_ids) })),
 
-  read: protectedProcedure
+  read: projectProcedure('read', AnnotationQueueReadReq)
     .meta(rest({ method: 'GET', path: '/annotation_queues/{queue_id}', tags, summary: 'Read a queue', answers: [404] }))
-    .input(AnnotationQueueReadReq)
     .output(AnnotationQueueRes)
-    .query(async ({ ctx, input }) => ({ queue: await readQueue(ctx.db, ctx.user, input.project_id, input.queue_id) })),
+    .query(async ({ ctx, input }) => ({ queue: await readQueue(ctx.db, input.project_id, input.queue_id) })),
 
-  update: protectedProcedure
+  update: projectProcedure('write', AnnotationQueueUpdateReq)
     .meta(rest({ method: 'PUT', path: '/annotation_queues/{queue_id}', tags, summary: 'Change a queue (fields left out stay)', answers: [404] }))
-    .input(AnnotationQueueUpdateReq)
     .output(AnnotationQueueRes)
-    .mutation(async ({ ctx, input }) => ({ queue: await updateQueue(ctx.unitOfWork(), ctx.user, input, ctx.services.queueEvents) })),
+    .mutation(async ({ ctx, input }) => ({ queue: await updateQueue(ctx.unitOfWork(), input, ctx.services.queueEvents) })),
 
-  delete: protectedProcedure
+  delete: projectProcedure('write', AnnotationQueueReadReq)
     .meta(rest({ method: 'DELETE', path: '/annotation_queues/{queue_id}', tags, summary: 'Delete a queue and its items (soft delete)', answers: [404] }))
-    .input(AnnotationQueueReadReq)
     .output(AnnotationQueueRes)
-    .mutation(async ({ ctx, input }) => ({ queue: await deleteQueue(ctx.db, ctx.user, input.project_id, input.queue_id, ctx.services.queueEvents) })),
+    .mutation(async ({ ctx, input }) => ({ queue: await deleteQueue(ctx.db, { projectId: input.project_id, queueId: input.queue_id, events: ctx.services.queueEvents }) })),
 
-  agreement: protectedProcedure
+  agreement: projectProcedure('read', AnnotationQueueAgreementReq)
     .meta(
       rest({
         method: 'POST',
@@ -128,9 +122,8 @@ export const annotationQueuesRouter = router({
         answers: [404],
       }),
     )
-    .input(AnnotationQueueAgreementReq)
     .output(AnnotationQueueAgreementRes)
-    .query(async ({ ctx, input }) => ({ agreement: await queueAgreement(ctx.db, ctx.user, input, ctx.services.config.limits.agreementTimeoutMs) })),
+    .query(async ({ ctx, input }) => ({ agreement: await queueAgreement(ctx.db, input, ctx.services.config.limits.agreementTimeoutMs) })),
 
   /**
    * Live events of one queue over server-sent events (typed door only, no REST route): what

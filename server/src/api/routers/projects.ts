@@ -2,6 +2,7 @@ import { ProjectQueryReq, ProjectQueryRes, ProjectUsersReq, ProjectUsersRes } fr
 import { projectUsers } from '../../domain/project-users.ts';
 import { queryProjects } from '../../domain/projects.ts';
 import { protectedProcedure, router } from '../trpc.ts';
+import { projectProcedure } from '../project-procedures.ts';
 import { rest } from '../rest-meta.ts';
 
 export const projectsRouter = router({
@@ -9,9 +10,9 @@ export const projectsRouter = router({
     .meta(rest({ method: 'POST', path: '/projects/query', tags: ['projects'], summary: "The projects of the caller's entities that hold data, with counts" }))
     .input(ProjectQueryReq)
     .output(ProjectQueryRes)
-    .query(async ({ ctx, input }) => ({ projects: await queryProjects(ctx.db, ctx.user, input, ctx.services.config.limits.responseBytes) })),
+    .query(async ({ ctx, input }) => ({ projects: await queryProjects(ctx.db, { user: ctx.user, req: input, budget: ctx.services.config.limits.responseBytes }) })),
 
-  users: protectedProcedure
+  users: projectProcedure('read', ProjectUsersReq)
     .meta(
       rest({
         method: 'POST',
@@ -23,7 +24,6 @@ export const projectsRouter = router({
           'is recorded in it; any other id, unknown or unrelated, is left out of the answer. At most 1,000 ids.',
       }),
     )
-    .input(ProjectUsersReq)
     .output(ProjectUsersRes)
-    .query(async ({ ctx, input }) => ({ users: await projectUsers(ctx.db, ctx.user, input) })),
+    .query(async ({ ctx, input }) => ({ users: await projectUsers(ctx.db, input) })),
 });
