@@ -1,7 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { AuthUser } from '../domain/auth-user.ts';
 import type { SqlScope } from '../db/sql.ts';
-import { requireProjectAccess } from '../domain/access.ts';
 import { liveQueue } from '../domain/annotation-queues.ts';
 import { QueueEventStream } from './event-stream.ts';
 import type { QueueEventBus } from './queue-event-bus.ts';
@@ -10,9 +8,20 @@ import type { StreamSlots } from './stream-slots.ts';
 /** What a stream follows: one queue of the project (contract 5.8), or every queue of it. */
 export type StreamRequest = { project_id: string; queue_id?: string };
 
+/** A stream to open: for whose key (a caller who may read the project), of what, on which bus, with which limits. */
+export type StreamOpening = {
+  keyId: string;
+  req: StreamRequest;
+  bus: QueueEventBus;
+  slots: StreamSlots;
+  signal: AbortSignal | undefined;
+  readyWaitMs: number;
+  maxLifeMs: number;
+};
+
 /**
  * Opens a stream of one queue's events (contract 5.8), or of every queue of a project, for a
- * caller who may read them: 403 and 404 as for reading the queue (the project: 403), 429 over the
+ * caller who may read them (checked by the procedure): 404 as for reading the queue, 429 over the
  * stream limits, where either kind of stream counts once. The subscriber is in place when this
  * resolves, so the stream's first message (tRPC's "connected") means no later write is missed.
  * Ends, giving back its slot and subscription, when `signal` aborts (the client went away), and
@@ -20,15 +29,10 @@ export type StreamRequest = { project_id: string; queue_id?: string };
  */
 export async function openEventStream(
   db: SqlScope,
-  user: AuthUser,
-  req: StreamRequest,
-  bus: QueueEventBus,
-  slots: StreamSlots,
-  { signal, readyWaitMs, maxLifeMs }: { signal: AbortSignal | undefined; readyWaitMs: number; maxLifeMs: number },
+  { keyId, req, bus, slots, signal, readyWaitMs, maxLifeMs }: StreamOpening,
 ): Promise<QueueEventStream> {
-  requireProjectAccess(user, req.project_id, 'read');
   if (req.queue_id !== undefined) await liveQueue(db, req.project_id, req.queue_id);
-  const giveBack = slots.take(user.keyId, { keyId: user.keyId, projectId: req.project_id, fail: (error) => stream.fail(error) });
+  const giveBack = slots.take(keyId, { keyId, projectId: req.project_id, fail: (error) => stream.fail(error) });
   let unsubscribe = () => {};
   const onAbort = () => stream.end();
   // A stream outlives the check of its credentials: it is renewed (the client reconnects and is

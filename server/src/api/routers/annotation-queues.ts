@@ -32,7 +32,7 @@ import { addItems, deleteItem, queryItems } from '../../domain/queue-items.ts';
 import { openEventStream, type StreamRequest } from '../../events/open-event-stream.ts';
 import type { AuthUser } from '../../domain/auth-user.ts';
 import type { Context } from '../context.ts';
-import { protectedProcedure, router, streamUnderErrorPolicy } from '../trpc.ts';
+import { router, streamUnderErrorPolicy } from '../trpc.ts';
 import { projectProcedure } from '../project-procedures.ts';
 import { rest } from '../rest-meta.ts';
 
@@ -130,13 +130,13 @@ export const annotationQueuesRouter = router({
    * changed and which item, never its data. Viewers may subscribe; streams per key and per process
    * are limited (429).
    */
-  events: protectedProcedure.input(AnnotationQueueEventsReq).subscription(({ ctx, input, signal }) => eventStream(ctx, input, signal)),
+  events: projectProcedure('read', AnnotationQueueEventsReq).subscription(({ ctx, input, signal }) => eventStream(ctx, input, signal)),
 
   /**
    * The same events for every queue of a project on one stream (an addition beyond the contract),
    * with a queue's creation and deletion as `queue_updated`; one stream counts once in the limits.
    */
-  projectEvents: protectedProcedure.input(AnnotationProjectEventsReq).subscription(({ ctx, input, signal }) => eventStream(ctx, input, signal)),
+  projectEvents: projectProcedure('read', AnnotationProjectEventsReq).subscription(({ ctx, input, signal }) => eventStream(ctx, input, signal)),
 
   items: itemsRouter,
 });
@@ -145,7 +145,11 @@ export const annotationQueuesRouter = router({
 async function eventStream(ctx: Context & { user: AuthUser }, input: StreamRequest, signal: AbortSignal | undefined) {
   const { services } = ctx;
   return streamUnderErrorPolicy(
-    await openEventStream(ctx.db, ctx.user, input, services.queueEvents, services.eventStreams, {
+    await openEventStream(ctx.db, {
+      keyId: ctx.user.keyId,
+      req: input,
+      bus: services.queueEvents,
+      slots: services.eventStreams,
       signal,
       readyWaitMs: services.config.dbTimeouts.connectMs,
       maxLifeMs: services.config.eventStreams.maxLifeMs,
