@@ -151,6 +151,31 @@ export type AnnotationQueueItemProgressReq = z.infer<typeof AnnotationQueueItemP
 export const AnnotationQueueClaimReq = z.strictObject({ queue_id: QueueId, project_id: ProjectId });
 export const AnnotationQueueClaimRes = z.strictObject({ item: AnnotationQueueItem.nullable() });
 
+/** At most this many item ids per annotation-count request: a page of the queue page fits many times over. */
+export const ITEM_ANNOTATIONS_MAX_IDS = 1000;
+
+export const AnnotationQueueItemAnnotationsReq = z
+  .strictObject({
+    queue_id: QueueId,
+    project_id: ProjectId,
+    item_ids: z.array(ItemId).min(1).max(ITEM_ANNOTATIONS_MAX_IDS).meta({ description: `Items of the queue (at most ${ITEM_ANNOTATIONS_MAX_IDS}; repeats are answered once)` }),
+  })
+  .meta({ id: 'AnnotationQueueItemAnnotationsReq' });
+export type AnnotationQueueItemAnnotationsReq = z.infer<typeof AnnotationQueueItemAnnotationsReq>;
+
+/**
+ * How far an item is from done ("1 of 2"): its annotators who completed or skipped it, against its
+ * quota. `annotations_required` is contract 5.11's name for the quota; until per-item overlap
+ * lands it is the queue's `annotations_per_item`.
+ */
+export const AnnotationQueueItemAnnotations = z
+  .strictObject({ item_id: z.string(), annotations_done: z.int(), annotations_required: z.int() })
+  .meta({ id: 'AnnotationQueueItemAnnotations' });
+export type AnnotationQueueItemAnnotations = z.infer<typeof AnnotationQueueItemAnnotations>;
+export const AnnotationQueueItemAnnotationsRes = z.strictObject({
+  items: z.array(AnnotationQueueItemAnnotations).meta({ description: 'The live items of the queue among those asked, in the order asked; any other id is left out' }),
+});
+
 // ---- stats ----
 
 export const AnnotationQueueStatsReq = z.strictObject({ project_id: ProjectId, queue_ids: z.array(QueueId).min(1).max(1000) });

@@ -1,7 +1,7 @@
+import type { CursorListener } from '@loupe/client/export';
 import { NEXT_CURSOR_HEADER } from '@loupe/shared/headers';
 
-/** Called with a next page's cursor as soon as the answer carrying it starts to arrive. */
-export type CursorListener = (cursor: string) => void;
+export type { CursorListener };
 
 /**
  * Hands on the server's `Loupe-Next-Cursor` header of the typed door's answers when their heads

@@ -63,7 +63,7 @@ describeEachBackend('loupe export: CSV cells are safe to open in a spreadsheet',
     const out = join(dir, 'queue.csv');
     await runCliJson(as(), ['export', 'queue', queueId, '--project', project, '--format', 'csv', '--out', out]);
     const [header, ...rows] = cellsOf(out);
-    const at = { op: header!.indexOf('call_op_name'), inputs: header!.indexOf('inputs'), verdict: header!.indexOf(`verdict.${member.user_id}`), majority: header!.indexOf('verdict.majority'), delta: header!.indexOf(`delta.${member.user_id}`), mean: header!.indexOf('delta.mean') };
+    const at = { op: header!.indexOf('call_op_name'), inputs: header!.indexOf('inputs'), verdict: header!.indexOf(`verdict.${member.username}`), majority: header!.indexOf('verdict.majority'), delta: header!.indexOf(`delta.${member.username}`), mean: header!.indexOf('delta.mean') };
     expect(Object.values(at).every((i) => i >= 0), header!.join(',')).toBe(true);
     expect(rows).toHaveLength(FORMULAS.length);
     rows.forEach((row, n) => {

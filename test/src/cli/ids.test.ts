@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import { ClientId, FeedbackCreateReq } from '@loupe/shared';
 import { expect, it } from 'vitest';
 import { inputKey, lineId } from '../../../clients/cli/src/import/ids.ts';
-import { chunkByLength } from '../../../clients/cli/src/export/queue.ts';
-import { majority, mean, specKind } from '../../../clients/cli/src/export/scores.ts';
+import { chunkByLength } from '../../../clients/src/export/queue.ts';
+import { majority, mean, specKind } from '../../../clients/src/export/scores.ts';
 
 // The pure parts of the CLI: derived ids (the README documents their layout), lookup chunks, summaries.
 

@@ -158,9 +158,9 @@ describeEachBackend('loupe import and export: round trip', (backend) => {
       if (n < labelled) {
         const qa = (n % 5) + 1;
         const qb = ((n + 1) % 5) + 1;
-        expect(row.scores.quality).toEqual({ values: { [alice.user_id]: qa, [bob.user_id]: qb }, mean: (qa + qb) / 2 });
+        expect(row.scores.quality).toEqual({ values: { [alice.username]: qa, [bob.username]: qb }, mean: (qa + qb) / 2 });
         const lb = n % 2 ? 'good' : 'bad';
-        expect(row.scores.label).toEqual({ values: { [alice.user_id]: 'good', [bob.user_id]: lb }, majority: lb === 'good' ? 'good' : null });
+        expect(row.scores.label).toEqual({ values: { [alice.username]: 'good', [bob.username]: lb }, majority: lb === 'good' ? 'good' : null });
       } else {
         expect(row.scores).toEqual({ quality: { values: {}, mean: null }, label: { values: {}, majority: null } });
       }
@@ -170,12 +170,12 @@ describeEachBackend('loupe import and export: round trip', (backend) => {
     await runCliJson(as(alice), ['export', 'queue', queueId, '--project', project, '--format', 'csv', '--out', csvOut]);
     const csvRows = parseCsv(readFileSync(csvOut, 'utf8'), { columns: true }) as Record<string, string>[];
     expect(csvRows).toHaveLength(CALLS);
-    const [first, second] = [alice.user_id, bob.user_id].sort();
+    const [first, second] = [alice.username, bob.username].sort();
     expect(Object.keys(csvRows[0]!)).toEqual([
-      'item_id', 'call_id', 'call_op_name', 'call_trace_id', 'call_started_at', 'call_ended_at', 'inputs', 'output', 'annotation_state', 'annotator_user_id',
-      `quality.${first}`, `quality.${second}`, 'quality.mean', `label.${first}`, `label.${second}`, 'label.majority',
+      'item_id', 'call_id', 'call_op_name', 'call_trace_id', 'call_started_at', 'call_ended_at', 'inputs', 'output', 'annotation_state', 'annotator', 'annotator_user_id',
+      `quality.${first}`, `quality.${second}`, 'quality.mean', `label.${first}`, `label.${second}`, 'label.majority', 'notes', 'reactions', 'annotator_user_ids',
     ]);
-    expect(csvRows[3]).toMatchObject({ call_id: 'call-3', [`quality.${alice.user_id}`]: '4', [`quality.${bob.user_id}`]: '5', 'quality.mean': '4.5', 'label.majority': 'good' });
+    expect(csvRows[3]).toMatchObject({ call_id: 'call-3', [`quality.${alice.username}`]: '4', [`quality.${bob.username}`]: '5', 'quality.mean': '4.5', 'label.majority': 'good' });
     expect(JSON.parse(csvRows[3]!.inputs!)).toEqual(callLines[3]!.inputs);
     expect(csvRows[500]).toMatchObject({ 'quality.mean': '', 'label.majority': '' });
   });

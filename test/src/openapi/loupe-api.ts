@@ -128,6 +128,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/annotation_queues/{queue_id}/items/annotations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * How many annotations items have, of how many they need
+         * @description Per item: its annotators who completed or skipped it, and its quota (annotations_required: the queue's annotations_per_item).
+         */
+        post: operations["annotationQueues-items-annotations"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/annotation_queues/{queue_id}/items/claim": {
         parameters: {
             query?: never;
@@ -561,6 +581,11 @@ export interface components {
             updated_at: string;
             deleted_at: string | null;
             position_in_queue: number | null;
+        };
+        AnnotationQueueItemAnnotations: {
+            item_id: string;
+            annotations_done: number;
+            annotations_required: number;
         };
         AnnotationSpec: {
             ref: string;
@@ -1672,6 +1697,125 @@ export interface operations {
                         items: components["schemas"]["AnnotationQueueItem"][];
                         /** @description cursor of the next page in the same order and filter; null when there is none. A page may hold fewer rows than `limit` and still name a next page: an answer holds at most the server's byte budget (LOUPE_MAX_RESPONSE_BYTES) */
                         next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description The request is invalid: not JSON, a schema violation (`issues` lists them) or a broken rule; `reason` says which. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A record the request names (in its path or body) does not exist in that project, or is deleted. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not plain UTF-8 JSON (Content-Type: application/json; no Content-Encoding). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this client; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected error; `request_id` identifies it in the server log. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable, or the server is reading too many request bodies; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "annotationQueues-items-annotations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description queue id */
+                queue_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description `<entity>/<project>`
+                     * @example acme/chatbot
+                     */
+                    project_id: string;
+                    /** @description Items of the queue (at most 1000; repeats are answered once) */
+                    item_ids: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The live items of the queue among those asked, in the order asked; any other id is left out */
+                        items: components["schemas"]["AnnotationQueueItemAnnotations"][];
                     };
                 };
             };

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { CursorListener } from '../../../clients/cli/src/cursor-hints.ts';
-import { pages, type Page } from '../../../clients/cli/src/export/pages.ts';
+import { pages, type Page } from '../../../clients/src/export/pages.ts';
 
-// The CLI's paging of an export (clients/cli/src/export/pages.ts): the order of requests against a
+// The CLI's paging of an export (clients/src/export/pages.ts, used by the CLI and the web app): the order of requests against a
 // result of five pages whose answers are settled by the test, with and without cursor hints.
 
 /** A paged result whose answers the test settles, one request at a time, with a log of what was asked. */

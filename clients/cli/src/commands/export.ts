@@ -1,20 +1,23 @@
+import { exportQueue, planQueueExport, type ExportFormat } from '@loupe/client/export';
 import { Command, Option } from 'commander';
 import { connect, type GlobalOptions } from '../connection.ts';
 import { CursorHints } from '../cursor-hints.ts';
 import { CliError, EXIT, refused } from '../errors.ts';
 import type { Count } from '../export/feedback.ts';
-import { exportFeedback, FEEDBACK_COLUMNS, type FeedbackFilter } from '../export/feedback.ts';
-import { exportQueue, planQueueExport, queueColumns } from '../export/queue.ts';
-import { openWriter, type Format } from '../export/writer.ts';
+import { exportFeedback, type FeedbackFilter } from '../export/feedback.ts';
+import { openSink } from '../export/writer.ts';
 import { printSummary, startProgress } from '../output.ts';
+import { DEFAULT_RETRY, withRetry } from '../retry.ts';
 import { positiveInteger } from './import.ts';
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
+/** Pages are asked again on 429, 503 or no answer: a query changes nothing, and a cursor can be used twice. */
+const retry = <T>(call: () => Promise<T>) => withRetry(call, DEFAULT_RETRY);
 const formatOption = () => new Option('--format <format>', 'jsonl or csv').choices(['jsonl', 'csv']).default('jsonl');
 
 type FeedbackFlags = {
   project: string;
-  format: Format;
+  format: ExportFormat;
   out?: string;
   pageSize: number;
   type?: string[];
@@ -88,14 +91,14 @@ export function exportCommands(globals: () => GlobalOptions): Command {
       const json = options.json ?? false;
       const hints = new CursorHints();
       const client = connect(options, { fetch: hints.fetch });
-      const writer = openWriter(flags.format, flags.out, FEEDBACK_COLUMNS);
+      const sink = openSink(flags.out);
       const progress = startProgress('export feedback', !json, false);
       await run(json, flags.out, 'feedback', async (count) => {
         try {
-          await exportFeedback(client, hints, flags.project, feedbackFilter(flags), flags.pageSize, writer, progress, count);
+          await exportFeedback(client, hints, flags.project, feedbackFilter(flags), flags.pageSize, flags.format, sink, retry, progress, count);
         } finally {
           progress.stop();
-          await writer.close();
+          await sink.close();
         }
       });
     });
@@ -107,19 +110,23 @@ export function exportCommands(globals: () => GlobalOptions): Command {
     .requiredOption('--project <project_id>', 'the project, <entity>/<project>')
     .addOption(formatOption())
     .option('--out <file>', 'write to this file instead of stdout')
-    .action(async (queueId: string, flags: { project: string; format: Format; out?: string }) => {
+    .action(async (queueId: string, flags: { project: string; format: ExportFormat; out?: string }) => {
       const options = globals();
       const json = options.json ?? false;
       const client = connect(options);
       const plan = await planQueueExport(client, flags.project, queueId).catch((error: unknown) => Promise.reject(refused(error)));
-      const writer = openWriter(flags.format, flags.out, queueColumns(plan));
+      const sink = openSink(flags.out);
       const progress = startProgress('export queue', !json, true);
       await run(json, flags.out, 'queue', async (count) => {
         try {
-          await exportQueue(client, plan, flags.format === 'csv', writer, progress, count);
+          for await (const chunk of exportQueue(client, plan, flags.format, { retry })) {
+            await sink.write(chunk.bytes);
+            count.written += chunk.items;
+            progress.update(count.written, plan.totalItems ? count.written / plan.totalItems : undefined);
+          }
         } finally {
           progress.stop();
-          await writer.close();
+          await sink.close();
         }
       });
     });

@@ -1,8 +1,8 @@
 import type { LoupeClient } from '@loupe/client';
+import { encoder, pagedBy, pages, type ExportFormat, type Retry } from '@loupe/client/export';
 import type { CursorHints } from '../cursor-hints.ts';
 import type { Progress } from '../output.ts';
-import { pagedBy, pages } from './pages.ts';
-import type { RowWriter } from './writer.ts';
+import type { ByteSink } from './writer.ts';
 
 /** The columns of a feedback export, in the order of a stored Feedback record. */
 export const FEEDBACK_COLUMNS = [
@@ -26,7 +26,7 @@ export function feedbackPage(client: LoupeClient, projectId: string, filter: Fee
 export type Count = { written: number };
 
 /**
- * Streams every matching feedback record to the writer; `hints` is the client's fetch, so that the
+ * Streams every matching feedback record to the sink; `hints` is the client's fetch, so that the
  * next page is asked for when the current one starts to arrive.
  */
 export async function exportFeedback(
@@ -35,12 +35,16 @@ export async function exportFeedback(
   projectId: string,
   filter: FeedbackFilter | undefined,
   pageSize: number,
-  writer: RowWriter,
+  format: ExportFormat,
+  sink: ByteSink,
+  retry: Retry,
   progress: Progress,
   count: Count,
 ): Promise<void> {
-  for await (const rows of pages(feedbackPage(client, projectId, filter, pageSize), (listener) => hints.listen('feedback.query', listener))) {
-    await writer.write(rows);
+  const encode = encoder(format, FEEDBACK_COLUMNS);
+  if (encode.header) await sink.write(encode.header);
+  for await (const rows of pages(feedbackPage(client, projectId, filter, pageSize), (listener) => hints.listen('feedback.query', listener), retry)) {
+    await sink.write(encode.page(rows));
     count.written += rows.length;
     progress.update(count.written);
   }

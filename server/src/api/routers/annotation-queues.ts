@@ -7,6 +7,8 @@ import {
   AnnotationQueueCreateReq,
   AnnotationQueueCreateRes,
   AnnotationQueueEventsReq,
+  AnnotationQueueItemAnnotationsReq,
+  AnnotationQueueItemAnnotationsRes,
   AnnotationQueueItemProgressReq,
   AnnotationQueueItemRef,
   AnnotationQueueItemRes,
@@ -25,6 +27,7 @@ import {
 import { createQueue, deleteQueue, queryQueues, readQueue, updateQueue } from '../../domain/annotation-queues.ts';
 import { queueAgreement } from '../../domain/agreement.ts';
 import { claimItem } from '../../domain/claim.ts';
+import { itemAnnotations } from '../../domain/item-annotations.ts';
 import { resolvePaging } from '../../domain/paging.ts';
 import { updateProgress } from '../../domain/progress.ts';
 import { queueStats } from '../../domain/queue-stats.ts';
@@ -50,6 +53,20 @@ const itemsRouter = router({
     .meta(rest({ method: 'POST', path: '/annotation_queues/{queue_id}/items/query', tags, summary: 'Query the items of a queue', answers: [404] }))
     .output(AnnotationQueueItemsQueryRes)
     .query(({ ctx, input }) => queryItems(ctx.db, input, resolvePaging(input, ctx.pageLimits))),
+
+  annotations: projectProcedure('read', AnnotationQueueItemAnnotationsReq)
+    .meta(
+      rest({
+        method: 'POST',
+        path: '/annotation_queues/{queue_id}/items/annotations',
+        tags,
+        summary: 'How many annotations items have, of how many they need',
+        description: "Per item: its annotators who completed or skipped it, and its quota (annotations_required: the queue's annotations_per_item).",
+        answers: [404],
+      }),
+    )
+    .output(AnnotationQueueItemAnnotationsRes)
+    .query(async ({ ctx, input }) => ({ items: await itemAnnotations(ctx.db, input) })),
 
   claim: projectProcedure('write', AnnotationQueueClaimReq)
     .meta(rest({ method: 'POST', path: '/annotation_queues/{queue_id}/items/claim', tags, summary: 'Take the next item to annotate, with a lease', answers: [404] }))

@@ -1,24 +1,30 @@
-import type { CursorListener } from '../cursor-hints.ts';
-import { DEFAULT_RETRY, withRetry } from '../retry.ts';
-
 /** One page of a query and the cursor of the next (contract 5.6), `null` after the last. */
 export type Page<T> = { rows: T[]; next_cursor: string | null };
 
+/** Told the next page's cursor as soon as the server announces it (the CLI's cursor hints). */
+export type CursorListener = (cursor: string) => void;
+
+/** How a failed request is tried again: the CLI backs off on 429, 503 and no answer; a page need not. */
+export type Retry = <T>(call: () => Promise<T>) => Promise<T>;
+
+const once: Retry = (call) => call();
+
 /**
  * The rows of a query, page by page. The next page is requested as soon as its cursor is known,
- * so the server reads it while this process writes the current one. With `announced` (the
- * server's cursor hints for this query), that is when the current page's answer starts to arrive,
- * so the server also reads it while this process parses the current one; at most one page is asked
- * for beyond the one awaited, so at most three pages are held and memory stays bounded whatever the
- * size of the result. A page is asked again on 429, 503 or no answer (a query changes nothing, and a
- * cursor can be used twice).
+ * so the server reads it while the caller writes the current one. With `announced` (the server's
+ * cursor hints for this query), that is when the current page's answer starts to arrive, so the
+ * server also reads it while the caller parses the current one; at most one page is asked for
+ * beyond the one awaited, so at most three pages are held and memory stays bounded whatever the
+ * size of the result. `retry` runs each page's request (a query changes nothing, and a cursor can
+ * be used twice).
  */
 export async function* pages<T>(
   fetchPage: (cursor: string | undefined) => Promise<Page<T>>,
   announced?: (listener: CursorListener) => () => void,
+  retry: Retry = once,
 ): AsyncGenerator<T[]> {
   const fetchWithRetry = (cursor: string | undefined) => {
-    const page = withRetry(() => fetchPage(cursor), DEFAULT_RETRY);
+    const page = retry(() => fetchPage(cursor));
     page.catch(() => undefined); // awaited on a later turn; not an unhandled rejection meanwhile
     return page;
   };
