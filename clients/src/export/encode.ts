@@ -10,7 +10,7 @@ const utf8 = new TextEncoder();
  * rope of rows) is flattened, then encoded, on its way out, which took longer than writing the
  * JSON itself (3.1 against 1.8 µs a record).
  */
-export function jsonLines(rows: readonly Record<string, unknown>[]): Uint8Array {
+export function jsonLines(rows: readonly Record<string, unknown>[]): Uint8Array<ArrayBuffer> {
   const lines = rows.map((row) => JSON.stringify(row));
   let bound = lines.length;
   for (const line of lines) bound += line.length * 3; // at most 3 bytes of UTF-8 per UTF-16 unit
@@ -41,19 +41,19 @@ export function csvCell(value: unknown): string {
 }
 
 /** Rows as CSV lines (`\n` ends each) with the given columns, in their order. */
-export function csvLines(columns: readonly string[], rows: readonly Record<string, unknown>[]): Uint8Array {
+export function csvLines(columns: readonly string[], rows: readonly Record<string, unknown>[]): Uint8Array<ArrayBuffer> {
   let text = '';
   for (const row of rows) text += `${columns.map((column) => csvCell(row[column])).join(',')}\n`;
   return utf8.encode(text);
 }
 
 /** The CSV header line: the column names, guarded like any other cell (a username is text from people). */
-export function csvHeader(columns: readonly string[]): Uint8Array {
+export function csvHeader(columns: readonly string[]): Uint8Array<ArrayBuffer> {
   return utf8.encode(`${columns.map(csvCell).join(',')}\n`);
 }
 
 /** How one export's pages become bytes: the header first (CSV only), then each page. */
-export type Encoder = { header: Uint8Array | null; page(rows: readonly Record<string, unknown>[]): Uint8Array };
+export type Encoder = { header: Uint8Array<ArrayBuffer> | null; page(rows: readonly Record<string, unknown>[]): Uint8Array<ArrayBuffer> };
 
 export function encoder(format: ExportFormat, columns: readonly string[]): Encoder {
   return format === 'csv' ? { header: csvHeader(columns), page: (rows) => csvLines(columns, rows) } : { header: null, page: jsonLines };

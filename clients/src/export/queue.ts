@@ -248,7 +248,7 @@ function csvRow(plan: QueuePlan, full: Record<string, unknown>): Record<string, 
 }
 
 /** A piece of an export: its bytes, and how many items they hold (0 for the CSV header). */
-export type ExportChunk = { bytes: Uint8Array; items: number };
+export type ExportChunk = { bytes: Uint8Array<ArrayBuffer>; items: number };
 
 /**
  * The queue's export as encoded chunks, one per page of items (the CSV header first): the caller

@@ -6,6 +6,7 @@ import { queueQuery, queueStatsQuery, rubricQuery } from '../annotate/annotate-q
 import { useQueueEvents } from '../live/useQueueEvents.ts';
 import { ItemDialog } from '../queue/ItemDialog.tsx';
 import { ItemsList } from '../queue/ItemsList.tsx';
+import { QueueExport } from '../queue/QueueExport.tsx';
 import { QueueProgress } from '../queue/QueueProgress.tsx';
 import { queueItemsKey } from '../queue/queue-queries.ts';
 import { QueueSettings } from '../queue/QueueSettings.tsx';
@@ -64,6 +65,7 @@ export function QueuePage({ client, session, projectId, queueId }: QueuePageProp
               </Link>
             </li>
           </ul>
+          <QueueExport client={client} projectId={projectId} queueId={queueId} />
         </div>
         {queueData.description ? <p className="queue-description">{queueData.description}</p> : null}
         {stats.isSuccess ? (

@@ -6,7 +6,7 @@ import type { QueueItem, QueueStats } from '../annotate/annotate-queries.ts';
 import { Annotator } from './Annotator.tsx';
 import { ScrollTable } from './ScrollTable.tsx';
 import { byCodePoint, valuesByCall, type SpecOfValues } from './annotator-values.ts';
-import { queueItemsQuery, type ItemSort, type ItemState } from './queue-queries.ts';
+import { queueItemsQuery, type ItemAnnotations, type ItemSort, type ItemState } from './queue-queries.ts';
 import { STATE_LABELS, STATES } from './states.ts';
 import { ValueText } from './ValueText.tsx';
 
@@ -57,6 +57,7 @@ export function ItemsList({ client, session, projectId, queueId, specs, stats, m
     void items.fetchNextPage();
   };
   const values = useMemo(() => valuesByCall(projectId, items.data?.pages.flatMap((page) => page.records) ?? [], specs), [items.data, projectId, specs]);
+  const annotations = useMemo(() => new Map(items.data?.pages.flatMap((page) => page.annotations.map((a) => [a.item_id, a] as const)) ?? []), [items.data]);
   const total = stats ? (state ? stats.by_state[state] : stats.total_items) : undefined;
 
   return (
@@ -128,6 +129,7 @@ export function ItemsList({ client, session, projectId, queueId, specs, stats, m
                         </th>
                         <td>
                           <span className={`state state-${item.annotation_state}`}>{STATE_LABELS[item.annotation_state]}</span>
+                          <AnnotationCount counts={annotations.get(item.id)} />
                         </td>
                         {specs.map((spec) => {
                           const byWho = itemValues?.bySpec.get(spec.ref);
@@ -172,5 +174,20 @@ export function ItemsList({ client, session, projectId, queueId, specs, stats, m
         </>
       )}
     </section>
+  );
+}
+
+/**
+ * "1 of 2": how many of the annotations it needs an item has (annotators who completed or skipped
+ * it), shown when an item needs more than one.
+ */
+function AnnotationCount({ counts }: { counts: ItemAnnotations | undefined }) {
+  if (!counts || counts.annotations_required < 2) return null;
+  const done = counts.annotations_done >= counts.annotations_required;
+  return (
+    <span className={`item-annotations${done ? ' done' : ''}`}>
+      {counts.annotations_done} of {counts.annotations_required}
+      <span className="visually-hidden"> annotations</span>
+    </span>
   );
 }

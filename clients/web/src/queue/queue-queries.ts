@@ -7,6 +7,8 @@ import type { QueueItem } from '../annotate/annotate-queries.ts';
 // sit under ['session', <id>] like every signed-in query, so signing out drops them.
 
 export type FeedbackRecord = RouterOutputs['feedback']['query']['result'][number];
+/** How many of its required annotations an item has ("1 of 2"). */
+export type ItemAnnotations = RouterOutputs['annotationQueues']['items']['annotations']['items'][number];
 type FeedbackFilter = NonNullable<RouterInputs['feedback']['query']['filter']>;
 export type ItemSort = NonNullable<RouterInputs['annotationQueues']['items']['query']['sort_by']>[number];
 export type ItemState = QueueItem['annotation_state'];
@@ -16,15 +18,15 @@ export const ITEMS_PAGE_SIZE = 50;
 /** Feedback records per feedback query page: a page of items rarely has more. */
 const FEEDBACK_PAGE_SIZE = 1000;
 
-/** A page of items and every feedback record of the queue about their calls. */
-export type ItemsPage = { items: QueueItem[]; records: FeedbackRecord[]; nextCursor: string | null };
+/** A page of items, every feedback record of the queue about their calls, and the items' annotation counts. */
+export type ItemsPage = { items: QueueItem[]; records: FeedbackRecord[]; annotations: ItemAnnotations[]; nextCursor: string | null };
 
 /** The key prefix of every items list of a queue, whatever its filter and order: live events invalidate it. */
 export const queueItemsKey = (session: number, projectId: string, queueId: string) => ['session', session, 'queue-items', projectId, queueId] as const;
 
 /**
  * The queue's items, a page at a time by cursor (contract 5.6), each page with the feedback about
- * its items, so that a refetch renews both together.
+ * its items and how many annotations each has, so that a refetch renews them together.
  */
 export const queueItemsQuery = (
   client: LoupeClient,
@@ -46,8 +48,13 @@ export const queueItemsQuery = (
         ...(view.states.length ? { filter: { annotation_states: view.states } } : {}),
         ...(pageParam ? { cursor: pageParam } : {}),
       });
-      const records = await queueFeedback(client, projectId, queueId, items.map((item) => item.call_id));
-      return { items, records, nextCursor: next_cursor };
+      const [records, annotations] = await Promise.all([
+        queueFeedback(client, projectId, queueId, items.map((item) => item.call_id)),
+        items.length
+          ? client.annotationQueues.items.annotations.query({ project_id: projectId, queue_id: queueId, item_ids: items.map((item) => item.id) }).then((answer) => answer.items)
+          : [],
+      ]);
+      return { items, records, annotations, nextCursor: next_cursor };
     },
     getNextPageParam: (page) => page.nextCursor,
   });
