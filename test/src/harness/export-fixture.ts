@@ -50,7 +50,13 @@ export async function exportFixture(server: TestServer, projectId: string): Prom
   const items = await queryItems(server, ana.api_key, projectId, queueId);
   const done = await progress(server, ana.api_key, projectId, queueId, items[0]!.id, 'completed');
   expect(done.status, done.text).toBe(200);
-  return { projectId, queueId, ana, ben, callIds, items: await queryItems(server, ana.api_key, projectId, queueId), stored: await allFeedback(server, ana.api_key, projectId, { queue_id: queueId }) };
+  return storedNow(server, { projectId, queueId, ana, ben, callIds, items: [], stored: [] });
+}
+
+/** The fixture with its items and feedback as the API answers them now (after a test changed them). */
+export async function storedNow(server: TestServer, fixture: ExportFixture): Promise<ExportFixture> {
+  const { projectId, queueId, ana } = fixture;
+  return { ...fixture, items: await queryItems(server, ana.api_key, projectId, queueId), stored: await allFeedback(server, ana.api_key, projectId, { queue_id: queueId }) };
 }
 
 /** A row of the queue export as JSON Lines, computed from what the API stored. */
