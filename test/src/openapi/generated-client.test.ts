@@ -163,6 +163,10 @@ describeEachBackend('a client generated from the API document', (backend) => {
     expect(stats.data?.stats[0]).toMatchObject({ queue_id, completed_items: 1 });
     expect((await client.POST('/annotation_queues/stats', { body: { project_id, queue_ids: ['gone'] } })).response.status).toBe(404);
 
+    const counts = await client.POST('/annotation_queues/{queue_id}/items/annotations', { params: { path }, body: { project_id, item_ids: [item_id] } });
+    expect(counts.data?.items).toEqual([{ item_id, annotations_done: 1, annotations_required: 1 }]);
+    expect((await client.POST('/annotation_queues/{queue_id}/items/annotations', { params: { path: { queue_id: 'gone' } }, body: { project_id, item_ids: [item_id] } })).response.status).toBe(404);
+
     // The queue has no scorer specs: agreement is an empty list.
     const agreement = await client.POST('/annotation_queues/{queue_id}/agreement', { params: { path }, body: { project_id } });
     expect(agreement.data?.agreement).toEqual([]);
