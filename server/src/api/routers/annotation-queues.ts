@@ -7,6 +7,8 @@ import {
   AnnotationQueueCreateReq,
   AnnotationQueueCreateRes,
   AnnotationQueueEventsReq,
+  AnnotationQueueFinishedReq,
+  AnnotationQueueFinishedRes,
   AnnotationQueueItemProgressReq,
   AnnotationQueueItemRef,
   AnnotationQueueItemRes,
@@ -25,6 +27,7 @@ import {
 import { createQueue, deleteQueue, queryQueues, readQueue, updateQueue } from '../../domain/annotation-queues.ts';
 import { queueAgreement } from '../../domain/agreement.ts';
 import { claimItem } from '../../domain/claim.ts';
+import { finishedItems } from '../../domain/finished-items.ts';
 import { resolvePaging } from '../../domain/paging.ts';
 import { updateProgress } from '../../domain/progress.ts';
 import { queueStats } from '../../domain/queue-stats.ts';
@@ -55,6 +58,22 @@ const itemsRouter = router({
     .input(AnnotationQueueClaimReq)
     .output(AnnotationQueueClaimRes)
     .mutation(async ({ ctx, input }) => ({ item: await claimItem(ctx.db, ctx.user, input.project_id, input.queue_id, ctx.services.queueEvents) })),
+
+  /** The caller's own finished items, latest first (an addition beyond the contract: an annotator's "previous item"). */
+  finished: protectedProcedure
+    .meta(
+      rest({
+        method: 'POST',
+        path: '/annotation_queues/{queue_id}/items/finished',
+        tags,
+        summary: "The caller's own finished items of a queue, the latest finished first",
+        description: "Items the caller completed or skipped, each with the caller's own state and when they finished it; paged by cursor (5.6).",
+        answers: [404],
+      }),
+    )
+    .input(AnnotationQueueFinishedReq)
+    .output(AnnotationQueueFinishedRes)
+    .query(({ ctx, input }) => finishedItems(ctx.db, ctx.user, input, resolvePaging(input, ctx.pageLimits))),
 
   progress: protectedProcedure
     .meta(
