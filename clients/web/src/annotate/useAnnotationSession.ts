@@ -7,8 +7,8 @@ import { useQueueEvents } from '../live/useQueueEvents.ts';
 import { callQuery, queueQuery, queueStatsQuery, readAhead, rubricQuery, type Queue, type QueueItem } from './annotate-queries.ts';
 import { changesOf, feedbackRecords, RecordIds, type StoredRecords } from './feedback-records.ts';
 import { forgetLease, leaseEndsAt } from './lease.ts';
-import type { RubricField } from './RubricForm.tsx';
-import { checkValue, fieldKind, fieldOptions, readInput, type FieldInput, type JsonValue } from './rubric-fields.ts';
+import { toRubricField, type RubricField } from './RubricForm.tsx';
+import { checkValue, fieldOptions, readInput, toggled, type FieldInput, type JsonValue } from './rubric-fields.ts';
 
 /** The item the annotator holds, and when its lease ends (ms since the epoch). */
 export type Held = { item: QueueItem; leaseEndsAt: number };
@@ -43,16 +43,7 @@ export function useAnnotationSession({ client, session, projectId, queueId }: Se
   const queue = useQuery(queueQuery(client, session, projectId, queueId));
   const stats = useQuery(queueStatsQuery(client, session, projectId, queueId));
   const specs = useQuery({ ...rubricQuery(client, session, projectId, queue.data?.scorer_refs ?? []), enabled: queue.isSuccess });
-  const fields = useMemo<RubricField[]>(
-    () =>
-      (specs.data ?? []).map((spec) => {
-        const kind = fieldKind(spec.field_schema);
-        // Free text is a remark, and a schema that takes null says the value may be missing.
-        const optional = kind.kind === 'text' || checkValue(spec.field_schema, null) === null;
-        return { ref: spec.ref, name: spec.name, description: spec.description, kind, optional };
-      }),
-    [specs.data],
-  );
+  const fields = useMemo<RubricField[]>(() => (specs.data ?? []).map(toRubricField), [specs.data]);
   const schemas = useMemo(() => new Map((specs.data ?? []).map((spec) => [spec.ref, spec.field_schema])), [specs.data]);
   const writable = canWrite(roleIn(me.data, projectId));
 
@@ -259,7 +250,8 @@ export function useAnnotationSession({ client, session, projectId, queueId }: Se
     const options = fieldOptions(target.kind);
     if (options.length) {
       if (option > options.length) return;
-      setInput(target.ref, { chosen: options[option - 1]! });
+      const chosen = options[option - 1]!;
+      setInput(target.ref, { chosen: target.kind.kind === 'multi' ? toggled(target.kind, form.inputs.get(target.ref), chosen) : chosen });
       return;
     }
     // A number field: the digit starts its value, and the typing goes on in its box. Text is
