@@ -128,6 +128,14 @@ export function readInput(kind: FieldKind, input: FieldInput): JsonValue | undef
   }
 }
 
+/** The input that shows a stored value (a finished item reopened). */
+export function inputOf(kind: FieldKind, value: JsonValue): FieldInput {
+  if (fieldOptions(kind).length) return { chosen: value };
+  if (kind.kind === 'text' && typeof value === 'string') return { text: value };
+  if (kind.kind === 'number' && typeof value === 'number') return { text: String(value) };
+  return { text: JSON.stringify(value) };
+}
+
 const validators = new Map<string, Validator>();
 
 /** The schema's verdict on a value: null when valid, else one sentence for the person. */
