@@ -66,14 +66,16 @@ export function AnnotatePage(props: QueuePageProps) {
         <h1>Annotate: {queueData.name}</h1>
         <Progress stats={stats.data} live={live} />
         {held && !reopened ? <LeaseCountdown key={`${held.item.id}:${held.leaseEndsAt}`} endsAt={held.leaseEndsAt} onLapse={annotation.lapse} /> : null}
-        {writable ? (
-          <button type="button" className="secondary" onClick={annotation.previous} disabled={busy || !completedByMe} aria-keyshortcuts="p">
-            Previous item <kbd aria-hidden="true">p</kbd>
+        <div className="bar-buttons">
+          {writable ? (
+            <button type="button" className="secondary" onClick={annotation.previous} disabled={busy || !completedByMe} aria-keyshortcuts="p">
+              Previous item <kbd aria-hidden="true">p</kbd>
+            </button>
+          ) : null}
+          <button type="button" className="secondary" onClick={() => setHelpOpen(true)} aria-haspopup="dialog">
+            Shortcuts <kbd aria-hidden="true">?</kbd>
           </button>
-        ) : null}
-        <button type="button" className="secondary" onClick={() => setHelpOpen(true)} aria-haspopup="dialog">
-          Shortcuts <kbd aria-hidden="true">?</kbd>
-        </button>
+        </div>
       </div>
       <div role="status" className="notices">
         {notice ? <p className="notice">{notice}</p> : null}
