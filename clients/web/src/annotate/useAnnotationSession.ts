@@ -151,20 +151,13 @@ export function useAnnotationSession({ client, session, projectId, queueId }: Se
     ...writeOptions,
     mutationFn: async ({ entry, values, saved }: { entry: Reopened; values: Map<string, JsonValue>; saved: Form }) => {
       const records = feedbackRecords(projectId, queueId, entry.item.call_id, fields, { values, note: saved.note, reaction: saved.reaction });
+      // Each record is replaced (purged and created in one transaction): the new one supersedes it.
       const changes = changesOf(entry.stored, records);
-      const stored: StoredRecords = new Map(entry.stored);
-      for (const { key, record } of changes.replace) stored.set(key, (await client.feedback.replace.mutate(record)).id);
-      if (changes.create.length) {
-        const { res } = await client.feedback.batchCreate.mutate({ batch: changes.create.map(({ record }) => record) });
-        changes.create.forEach(({ key }, index) => stored.set(key, res[index]!.id));
-      }
-      if (changes.purge.length) {
-        await client.feedback.purge.mutate({ project_id: projectId, ids: changes.purge.map(({ id }) => id) });
-        for (const { key } of changes.purge) stored.delete(key);
-      }
-      return stored;
+      for (const { record } of changes.replace) await client.feedback.replace.mutate(record);
+      if (changes.create.length) await client.feedback.batchCreate.mutate({ batch: changes.create.map(({ record }) => record) });
+      if (changes.purge.length) await client.feedback.purge.mutate({ project_id: projectId, ids: changes.purge.map(({ id }) => id) });
     },
-    onSuccess: (_stored, { entry }) => {
+    onSuccess: (_, { entry }) => {
       setNotice(`Saved your changes to ${entry.item.call_op_name} (${entry.item.call_id}).`);
       closeReopened();
     },
