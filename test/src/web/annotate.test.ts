@@ -1,7 +1,7 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeEachBackend } from '../harness/backends.ts';
-import { describeInBrowser, launchChromium, openPage, screenshot, seriousViolations, type PageTrouble } from '../harness/browser.ts';
+import { describeInBrowser, launchChromium, openPage, screenshot, seriousViolations, type PageTrouble, type PageView } from '../harness/browser.ts';
 import { allFeedback, batchCreate, callRefOf, createSpec } from '../harness/feedback.ts';
 import { createUser, rest, type CreatedKeyForTest } from '../harness/http.ts';
 import { claim, createCalls, createQueue, progress, projectQuery, queryItems, stats, uniqueId, type CallInput } from '../harness/queues.ts';
@@ -58,8 +58,8 @@ describeInBrowser('annotate page in Chromium', () => {
     const withoutNotFound = (errors: string[]) => errors.filter((message) => !/status of 404/.test(message));
 
     /** The annotate page of a queue, signed in as alice, with no pointer ever used. */
-    async function openAnnotate(queueId: string): Promise<{ page: Page; trouble: PageTrouble; close: () => Promise<void> }> {
-      const opened = await openPage(browser);
+    async function openAnnotate(queueId: string, view: PageView = {}): Promise<{ page: Page; trouble: PageTrouble; close: () => Promise<void> }> {
+      const opened = await openPage(browser, view);
       troubles.push(opened.trouble);
       const { page } = opened;
       page.on('dialog', (dialog) => {
@@ -278,6 +278,17 @@ describeInBrowser('annotate page in Chromium', () => {
         expect(finishedAfter.body).toEqual(finishedBefore.body);
       } finally {
         await close();
+      }
+      // A reopened item in the dark theme on a phone.
+      const phone = await openAnnotate(queueId, { width: 390, height: 844, colorScheme: 'dark' });
+      try {
+        await phone.page.keyboard.press('p');
+        await callHeading(phone.page, 'past-3').waitFor();
+        await screenshot(phone.page, `${backend}-annotate-previous-dark-390`);
+        expect(await seriousViolations(phone.page)).toEqual([]);
+        expect(await phone.page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)).toBeLessThanOrEqual(0);
+      } finally {
+        await phone.close();
       }
     });
 
