@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkValue, fieldKind, optionTitles } from '../../../clients/web/src/annotate/rubric-fields.ts';
+import { checkValue, fieldKind, optionTitles, type JsonValue } from '../../../clients/web/src/annotate/rubric-fields.ts';
 import { emptyDraft, schemaOf, type Draft } from '../../../clients/web/src/project/spec-kinds.ts';
 import { compileFieldSchema, schemaProblem } from '../../../server/src/domain/json-schema.ts';
 
@@ -28,8 +28,8 @@ describe('kinds of field and their schemas', () => {
     const schema = built(changes as Partial<Draft>);
     const validate = compileFieldSchema(schema);
     expect(fieldKind(schema).kind).toBe(kind);
-    for (const value of taken) expect([schemaProblem(validate, value), checkValue(schema, value)]).toEqual([null, null]);
-    for (const value of refused) {
+    for (const value of taken as readonly unknown[] as JsonValue[]) expect([schemaProblem(validate, value), checkValue(schema, value)]).toEqual([null, null]);
+    for (const value of refused as readonly unknown[] as JsonValue[]) {
       expect(schemaProblem(validate, value)).not.toBeNull();
       expect(checkValue(schema, value)).not.toBeNull();
     }
