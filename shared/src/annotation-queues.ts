@@ -148,6 +148,34 @@ export const AnnotationQueueItemProgressReq = z.strictObject({
 });
 export type AnnotationQueueItemProgressReq = z.infer<typeof AnnotationQueueItemProgressReq>;
 
+/** The states that finish an annotator's work on an item. */
+export const FINISHED_STATES = ['completed', 'skipped'] as const;
+
+/**
+ * The caller's own finished items of a queue, the latest finished first (an addition beyond the
+ * contract: what an annotator's "previous item" walks back through, across sessions).
+ */
+export const AnnotationQueueFinishedReq = z.strictObject({
+  queue_id: QueueId,
+  project_id: ProjectId,
+  annotation_states: z.array(z.enum(FINISHED_STATES)).min(1).max(FINISHED_STATES.length).optional().meta({ description: 'default both' }),
+  limit: Limit.optional(),
+  cursor: Cursor.optional(),
+});
+export type AnnotationQueueFinishedReq = z.infer<typeof AnnotationQueueFinishedReq>;
+export const FinishedItem = z
+  .strictObject({
+    item: AnnotationQueueItem,
+    annotation_state: z.enum(FINISHED_STATES).meta({ description: "the caller's own state on the item (the item's shown state may be another annotator's)" }),
+    finished_at: Timestamp.meta({ description: 'when the caller finished it' }),
+  })
+  .meta({ id: 'FinishedItem' });
+export type FinishedItem = z.infer<typeof FinishedItem>;
+export const AnnotationQueueFinishedRes = z.strictObject({
+  finished: z.array(FinishedItem),
+  next_cursor: NextCursor,
+});
+
 export const AnnotationQueueClaimReq = z.strictObject({ queue_id: QueueId, project_id: ProjectId });
 export const AnnotationQueueClaimRes = z.strictObject({ item: AnnotationQueueItem.nullable() });
 

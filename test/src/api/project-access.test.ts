@@ -59,6 +59,7 @@ describeEachBackend('project access on every operation', (backend) => {
       { method: 'POST', path: `/annotation_queues/${queue}/items/query`, body: { project_id: PROJECT }, access: 'read' },
       { method: 'POST', path: `/annotation_queues/${queue}/items/claim`, body: { project_id: PROJECT }, access: 'write' },
       { method: 'POST', path: `/annotation_queues/${queue}/items/annotations`, body: { project_id: PROJECT, item_ids: [item] }, access: 'read' },
+      { method: 'POST', path: `/annotation_queues/${queue}/items/finished`, body: { project_id: PROJECT }, access: 'read' },
       { method: 'POST', path: `/annotation_queues/${queue}/items/${item}/progress`, body: { project_id: PROJECT, annotation_state: 'completed' }, access: 'write' },
       { method: 'DELETE', path: `/annotation_queues/${queue}/items/${item}?${q}`, access: 'write' },
       { method: 'POST', path: '/feedback/batch/create', body: { batch: [feedback] }, access: 'write' },
@@ -141,7 +142,7 @@ function template(path: string): string {
   const parts = bare!.split('/');
   const names: Record<number, string> = {};
   if (parts[1] === 'annotation_queues' && parts.length > 2 && !['query', 'stats'].includes(parts[2]!)) names[2] = '{queue_id}';
-  if (parts[1] === 'annotation_queues' && parts[3] === 'items' && parts.length > 4 && !['query', 'claim', 'annotations'].includes(parts[4]!)) names[4] = '{item_id}';
+  if (parts[1] === 'annotation_queues' && parts[3] === 'items' && parts.length > 4 && !['query', 'claim', 'annotations', 'finished'].includes(parts[4]!)) names[4] = '{item_id}';
   if (parts[1] === 'calls' && parts.length === 3 && parts[2] !== 'query') names[2] = '{call_id}';
   return parts.map((part, index) => names[index] ?? part).join('/');
 }

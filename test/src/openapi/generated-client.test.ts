@@ -147,6 +147,9 @@ describeEachBackend('a client generated from the API document', (backend) => {
       body: { project_id, annotation_state: 'completed' },
     });
     expect(progress.data?.item.annotation_state).toBe('completed');
+    const finished = await client.POST('/annotation_queues/{queue_id}/items/finished', { params: { path }, body: { project_id } });
+    expect(finished.data?.finished.map((entry) => [entry.item.id, entry.annotation_state])).toEqual([[item_id, 'completed']]);
+    expect((await client.POST('/annotation_queues/{queue_id}/items/finished', { params: { path: { queue_id: 'gone' } }, body: { project_id } })).response.status).toBe(404);
     const unknownItem = await client.POST('/annotation_queues/{queue_id}/items/{item_id}/progress', {
       params: { path: { queue_id, item_id: 'no such item' } },
       body: { project_id, annotation_state: 'completed' },

@@ -165,6 +165,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/annotation_queues/{queue_id}/items/finished": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The caller's own finished items of a queue, the latest finished first
+         * @description Items the caller completed or skipped, each with the caller's own state and when they finished it; paged by cursor (5.6).
+         */
+        post: operations["annotationQueues-items-finished"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/annotation_queues/{queue_id}/items/{item_id}/progress": {
         parameters: {
             query?: never;
@@ -586,6 +606,20 @@ export interface components {
             item_id: string;
             annotations_done: number;
             annotations_required: number;
+        };
+        FinishedItem: {
+            item: components["schemas"]["AnnotationQueueItem"];
+            /**
+             * @description the caller's own state on the item (the item's shown state may be another annotator's)
+             * @enum {string}
+             */
+            annotation_state: "completed" | "skipped";
+            /**
+             * Format: date-time
+             * @description when the caller finished it
+             * @example 2026-11-22T10:04:05.123Z
+             */
+            finished_at: string;
         };
         AnnotationSpec: {
             ref: string;
@@ -1932,6 +1966,130 @@ export interface operations {
                 content: {
                     "application/json": {
                         item: components["schemas"]["AnnotationQueueItem"] | null;
+                    };
+                };
+            };
+            /** @description The request is invalid: not JSON, a schema violation (`issues` lists them) or a broken rule; `reason` says which. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A record the request names (in its path or body) does not exist in that project, or is deleted. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not plain UTF-8 JSON (Content-Type: application/json; no Content-Encoding). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this client; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected error; `request_id` identifies it in the server log. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable, or the server is reading too many request bodies; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "annotationQueues-items-finished": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description queue id */
+                queue_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description `<entity>/<project>`
+                     * @example acme/chatbot
+                     */
+                    project_id: string;
+                    /** @description default both */
+                    annotation_states?: ("completed" | "skipped")[];
+                    /** @description default 100, at most the server limit (10,000 by default) */
+                    limit?: number;
+                    /** @description next_cursor of the previous page, unchanged; not with offset */
+                    cursor?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        finished: components["schemas"]["FinishedItem"][];
+                        /** @description cursor of the next page in the same order and filter; null when there is none. A page may hold fewer rows than `limit` and still name a next page: an answer holds at most the server's byte budget (LOUPE_MAX_RESPONSE_BYTES) */
+                        next_cursor: string | null;
                     };
                 };
             };

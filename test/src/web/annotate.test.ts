@@ -1,10 +1,10 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeEachBackend } from '../harness/backends.ts';
-import { describeInBrowser, launchChromium, openPage, screenshot, seriousViolations, type PageTrouble } from '../harness/browser.ts';
-import { allFeedback, callRefOf, createSpec } from '../harness/feedback.ts';
+import { describeInBrowser, launchChromium, openPage, screenshot, seriousViolations, type PageTrouble, type PageView } from '../harness/browser.ts';
+import { allFeedback, batchCreate, callRefOf, createSpec } from '../harness/feedback.ts';
 import { createUser, rest, type CreatedKeyForTest } from '../harness/http.ts';
-import { createCalls, createQueue, projectQuery, queryItems, stats, uniqueId, type CallInput } from '../harness/queues.ts';
+import { claim, createCalls, createQueue, progress, projectQuery, queryItems, stats, uniqueId, type CallInput } from '../harness/queues.ts';
 import { startTestServer, type TestServer } from '../harness/server.ts';
 
 // The annotate page in Chromium against the real server: everything is set up through the API,
@@ -58,8 +58,8 @@ describeInBrowser('annotate page in Chromium', () => {
     const withoutNotFound = (errors: string[]) => errors.filter((message) => !/status of 404/.test(message));
 
     /** The annotate page of a queue, signed in as alice, with no pointer ever used. */
-    async function openAnnotate(queueId: string): Promise<{ page: Page; trouble: PageTrouble; close: () => Promise<void> }> {
-      const opened = await openPage(browser);
+    async function openAnnotate(queueId: string, view: PageView = {}): Promise<{ page: Page; trouble: PageTrouble; close: () => Promise<void> }> {
+      const opened = await openPage(browser, view);
       troubles.push(opened.trouble);
       const { page } = opened;
       page.on('dialog', (dialog) => {
@@ -190,6 +190,105 @@ describeInBrowser('annotate page in Chromium', () => {
         expect(await pointerEvents(page)).toBe(0);
       } finally {
         await close();
+      }
+    });
+
+    it('walks back with p through the items completed in an earlier session, latest first, and saves a changed answer as a new record; progress stays', async () => {
+      const { queueId, callIds } = await queueOf([{ op_name: 'past-1' }, { op_name: 'past-2' }, { op_name: 'past-3' }, { op_name: 'next-4' }]);
+      // An earlier session, through the API: the first three items completed in order, each with its values and a note.
+      const values = [[1, true, 'friendly', 10], [2, false, 'neutral', 20], [3, true, 'rude', 30]] as const;
+      for (const [index, [helpfulness, correct, tone, tokens]] of values.entries()) {
+        const held = await claim(server, alice.api_key, PROJECT, queueId);
+        expect(held.body.item.call_id).toBe(callIds[index]);
+        const ref = callRefOf(PROJECT, callIds[index]!);
+        const about = { project_id: PROJECT, svc_ref: ref, call_ref: ref, queue_id: queueId };
+        const answers = { helpfulness, correct, tone, tokens };
+        const batch = [
+          ...Object.entries(answers).map(([name, value]) => ({ ...about, feedback_type: `svc.annotation.${name}`, annotation_ref: refs[name as keyof typeof SPECS], payload: { value } })),
+          { ...about, feedback_type: 'svc.note.1', payload: { note: `note ${index + 1}` } },
+        ];
+        expect((await batchCreate(server, alice.api_key, batch)).status).toBe(200);
+        expect((await progress(server, alice.api_key, PROJECT, queueId, held.body.item.id, 'completed')).status).toBe(200);
+      }
+      const finishedBefore = await rest(server, 'POST', `/annotation_queues/${queueId}/items/finished`, { key: alice.api_key, body: { project_id: PROJECT } });
+      const stored = await allFeedback(server, alice.api_key, PROJECT, { queue_id: queueId });
+      const { page, close } = await openAnnotate(queueId);
+      try {
+        // The shortcut is listed in the help overlay.
+        await page.keyboard.press('?');
+        expect(await page.getByRole('dialog', { name: 'Keyboard shortcuts' }).innerText()).toMatch(/\bp\s+Open the item you completed before this one/);
+        await page.keyboard.press('Escape');
+        await expect.poll(() => page.getByRole('dialog').count()).toBe(0);
+        // From the start screen of a fresh page: p opens the latest completed item, with its answers.
+        await page.keyboard.press('p');
+        await callHeading(page, 'past-3').waitFor();
+        expect(await page.getByLabel('Note').inputValue()).toBe('note 3');
+        expect(await page.getByLabel('tokens').inputValue()).toBe('30');
+        expect(await page.getByRole('radiogroup', { name: 'tone' }).getByRole('radio', { checked: true }).locator('..').innerText()).toMatch(/rude/);
+        await screenshot(page, `${backend}-annotate-previous`);
+        expect(await seriousViolations(page)).toEqual([]);
+        // p again: the one before it; change helpfulness (2 → 5) and the note, and save.
+        await page.keyboard.press('p');
+        await callHeading(page, 'past-2').waitFor();
+        expect(await page.getByLabel('Note').inputValue()).toBe('note 2');
+        await page.getByRole('radiogroup', { name: 'helpfulness' }).getByRole('radio', { checked: true }).focus();
+        await page.keyboard.press('5');
+        await page.keyboard.press('n');
+        await page.keyboard.press('End');
+        await page.keyboard.type(', changed');
+        await page.keyboard.press('Control+Enter');
+        await page.getByText('Saved your changes to past-2').waitFor();
+        // Back at the start: the earliest one is reached with the button, and nothing is before it.
+        await page.getByRole('button', { name: 'Start annotating' }).waitFor();
+        for (const op of ['past-3', 'past-2', 'past-1']) {
+          await page.keyboard.press('p');
+          await callHeading(page, op).waitFor();
+        }
+        await page.getByRole('button', { name: 'Previous item' }).focus();
+        await page.keyboard.press('Enter');
+        await page.getByText('This is the earliest item you completed in this queue.').waitFor();
+        await callHeading(page, 'past-1').waitFor();
+        expect(await pointerEvents(page)).toBe(0);
+
+        // Stored: item 2's answers are new records (new ids, created later) with the new values,
+        // superseding the old ones, which are gone; the other items' records are as they were.
+        const after = await allFeedback(server, alice.api_key, PROJECT, { queue_id: queueId });
+        const second = callRefOf(PROJECT, callIds[1]!);
+        const ids = (records: typeof stored) => records.map((record) => record.id).sort();
+        expect(ids(after.filter((record) => record.call_ref !== second))).toEqual(ids(stored.filter((record) => record.call_ref !== second)));
+        const [before, replaced] = [stored, after].map((records) => records.filter((record) => record.call_ref === second).sort((a, b) => a.feedback_type.localeCompare(b.feedback_type)));
+        expect(replaced!.map((record) => [record.feedback_type, record.payload, record.svc_user_id])).toEqual([
+          ['svc.annotation.correct', { value: false }, alice.user_id],
+          ['svc.annotation.helpfulness', { value: 5 }, alice.user_id],
+          ['svc.annotation.tokens', { value: 20 }, alice.user_id],
+          ['svc.annotation.tone', { value: 'neutral' }, alice.user_id],
+          ['svc.note.1', { note: 'note 2, changed' }, alice.user_id],
+        ]);
+        const oldIds = new Set(before!.map((record) => record.id));
+        expect(replaced!.filter((record) => oldIds.has(record.id))).toEqual([]);
+        expect(replaced!.every((record) => record.created_at > before![0]!.created_at)).toBe(true);
+        // Progress: the items stay completed by alice, the fourth untouched, and finishing times unchanged.
+        const items = await queryItems(server, alice.api_key, PROJECT, queueId);
+        expect(items.map((item) => [item.call_id, item.annotation_state, item.annotator_user_id])).toEqual([
+          ...callIds.slice(0, 3).map((id) => [id, 'completed', alice.user_id]),
+          [callIds[3], 'unstarted', null],
+        ]);
+        expect((await stats(server, alice.api_key, PROJECT, queueId)).by_annotator).toEqual([{ annotator_user_id: alice.user_id, in_progress: 0, completed: 3, skipped: 0 }]);
+        const finishedAfter = await rest(server, 'POST', `/annotation_queues/${queueId}/items/finished`, { key: alice.api_key, body: { project_id: PROJECT } });
+        expect(finishedAfter.body).toEqual(finishedBefore.body);
+      } finally {
+        await close();
+      }
+      // A reopened item in the dark theme on a phone.
+      const phone = await openAnnotate(queueId, { width: 390, height: 844, colorScheme: 'dark' });
+      try {
+        await phone.page.keyboard.press('p');
+        await callHeading(phone.page, 'past-3').waitFor();
+        await screenshot(phone.page, `${backend}-annotate-previous-dark-390`);
+        expect(await seriousViolations(phone.page)).toEqual([]);
+        expect(await phone.page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)).toBeLessThanOrEqual(0);
+      } finally {
+        await phone.close();
       }
     });
 

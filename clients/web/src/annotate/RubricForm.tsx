@@ -1,13 +1,20 @@
 import { useId } from 'react';
 import { drawsColourEmoji } from './emoji-support.ts';
 import { NOTE_MAX } from './feedback-records.ts';
-import { fieldOptions, optionLabel, type FieldInput, type FieldKind, type JsonValue } from './rubric-fields.ts';
+import { checkValue, fieldKind, fieldOptions, optionLabel, toggled, type FieldInput, type FieldKind, type JsonValue } from './rubric-fields.ts';
 
 // The queue's rubric as a form: one field per scorer spec (labelled with the spec's name), then
 // the note and the optional reaction. The page owns the values; this only shows and edits them.
 
 /** A rubric field; an optional one (its schema takes null, or it is free text) may be left empty, which stores nothing for it. */
 export type RubricField = { ref: string; name: string; description: string | null; kind: FieldKind; optional: boolean };
+
+/** A spec as a rubric field. Free text is a remark, and a schema that takes null says the value may be missing. */
+export function toRubricField(spec: { ref: string; name: string; description: string | null; field_schema: Record<string, unknown> }): RubricField {
+  const kind = fieldKind(spec.field_schema);
+  const optional = kind.kind === 'text' || checkValue(spec.field_schema, null) === null;
+  return { ref: spec.ref, name: spec.name, description: spec.description, kind, optional };
+}
 
 /** Reactions offered: fully-qualified RGI emoji, as svc.reaction.1 requires. */
 export const REACTIONS = [
@@ -77,7 +84,8 @@ export function RubricForm({ fields, inputs, errors, note, reaction, onInput, on
   );
 }
 
-function RubricInput({ id, field, input, error, onInput }: { id: string; field: RubricField; input: FieldInput; error: string | undefined; onInput: (input: FieldInput) => void }) {
+/** One rubric field as annotators see it (the annotate page, and the spec form's preview). */
+export function RubricInput({ id, field, input, error, onInput }: { id: string; field: RubricField; input: FieldInput; error: string | undefined; onInput: (input: FieldInput) => void }) {
   const { kind } = field;
   const errorId = `${id}-error`;
   const describedBy = [field.description ? `${id}-about` : '', error ? errorId : ''].filter(Boolean).join(' ') || undefined;
@@ -93,21 +101,37 @@ function RubricInput({ id, field, input, error, onInput }: { id: string; field: 
   ) : null;
   const options = fieldOptions(kind);
   if (options.length) {
-    const chosen = input && 'chosen' in input ? JSON.stringify(input.chosen) : undefined;
+    const several = kind.kind === 'multi';
+    const chosen = new Set(input && 'chosen' in input ? (several && Array.isArray(input.chosen) ? input.chosen : [input.chosen]).map((value) => JSON.stringify(value)) : []);
+    const titles = kind.kind === 'scale' || kind.kind === 'choice' ? kind.titles : undefined;
     return (
-      <fieldset className="rubric-field" role="radiogroup" data-rubric-field={field.ref} aria-describedby={describedBy} aria-invalid={error ? true : undefined}>
+      <fieldset
+        className="rubric-field"
+        role={several ? undefined : 'radiogroup'}
+        data-rubric-field={field.ref}
+        aria-describedby={describedBy}
+        aria-invalid={error ? true : undefined}
+      >
         <legend>
           {field.name}
           {field.optional ? <span className="optional"> (optional)</span> : null}
+          {several ? <span className="optional"> (any number)</span> : null}
         </legend>
         {about}
         <div className={`options${kind.kind === 'scale' ? ' scale' : ''}`}>
           {options.map((option: JsonValue, index) => {
             const label = optionLabel(option);
+            const title = titles?.get(JSON.stringify(option));
             return (
               <label className="option" key={JSON.stringify(option)}>
-                <input type="radio" name={id} checked={chosen === JSON.stringify(option)} onChange={() => onInput({ chosen: option })} />
+                <input
+                  type={several ? 'checkbox' : 'radio'}
+                  name={id}
+                  checked={chosen.has(JSON.stringify(option))}
+                  onChange={() => onInput({ chosen: kind.kind === 'multi' ? toggled(kind, input, option) : option })}
+                />
                 <span>{label}</span>
+                {title ? <span className="option-title">{title}</span> : null}
                 {index < 9 && label !== String(index + 1) ? (
                   <kbd className="option-key" aria-hidden="true">
                     {index + 1}

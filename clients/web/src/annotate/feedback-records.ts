@@ -78,3 +78,31 @@ export class RecordIds {
     });
   }
 }
+
+/** A stored record, as the feedback query answers it. */
+export type StoredRecord = { id: string; feedback_type: string; annotation_ref: string | null; payload: Record<string, unknown> };
+
+/**
+ * What an annotator gave for an item, back from their own stored records (oldest first: a later
+ * record of the same key supersedes an earlier one, as agreement reads them): the value of each
+ * rubric spec, the note, the reaction, and where each is stored. Records of specs no longer in
+ * the rubric are left alone.
+ */
+export function answersOf(records: readonly StoredRecord[], specs: RubricSpec[]): { answers: Answers; stored: StoredRecords } {
+  const refs = new Set(specs.map((spec) => spec.ref));
+  const answers: Answers = { values: new Map(), note: '', reaction: '' };
+  const stored: StoredRecords = new Map();
+  for (const record of records) {
+    if (record.feedback_type.startsWith('svc.annotation.') && record.annotation_ref && refs.has(record.annotation_ref) && 'value' in record.payload) {
+      answers.values.set(record.annotation_ref, record.payload.value as JsonValue);
+      stored.set(record.annotation_ref, record.id);
+    } else if (record.feedback_type === 'svc.note.1' && typeof record.payload.note === 'string') {
+      answers.note = record.payload.note;
+      stored.set('note', record.id);
+    } else if (record.feedback_type === 'svc.reaction.1' && typeof record.payload.emoji === 'string') {
+      answers.reaction = record.payload.emoji;
+      stored.set('reaction', record.id);
+    }
+  }
+  return { answers, stored };
+}

@@ -8,17 +8,47 @@ export type JsonValue = null | boolean | number | string | JsonValue[] | { [key:
 
 /** The input a schema gets. */
 export type FieldKind =
-  | { kind: 'scale'; options: number[] } // a bounded integer with few steps: one choice per step
-  | { kind: 'choice'; options: JsonValue[] } // an enum
+  | { kind: 'scale'; options: number[]; titles: Titles } // a bounded integer with few steps: one choice per step
+  | { kind: 'choice'; options: JsonValue[]; titles: Titles } // an enum
+  | { kind: 'multi'; options: JsonValue[] } // an array of an enum's values: several choices
   | { kind: 'boolean'; options: [true, false] } // yes / no
   | { kind: 'text'; multiline: boolean }
   | { kind: 'number'; integer: boolean }
   | { kind: 'json' }; // anything else: JSON typed by hand
 
 /** A bounded integer with at most this many steps is a scale; wider ranges take a number field. */
-const MAX_SCALE_STEPS = 11;
+export const MAX_SCALE_STEPS = 11;
 
 type Schema = Record<string, unknown>;
+
+/**
+ * Words for some options, by the option's JSON: a scale's ends ("1 — Poor"), say. They are read
+ * from `anyOf`/`oneOf` entries `{"const": <value>, "title": <words>}`, the JSON Schema way of
+ * naming a value (an `x-` keyword would be refused by the server's strict schema compiler).
+ */
+export type Titles = Map<string, string>;
+
+export function optionTitles(schema: Schema): Titles {
+  const titles: Titles = new Map();
+  for (const list of [schema.anyOf, schema.oneOf]) {
+    if (!Array.isArray(list)) continue;
+    for (const entry of list as unknown[]) {
+      if (!entry || typeof entry !== 'object' || !('const' in entry)) continue;
+      const { const: value, title } = entry as { const: JsonValue; title?: unknown };
+      if (typeof title === 'string' && title.trim()) titles.set(JSON.stringify(value), title);
+    }
+  }
+  return titles;
+}
+
+/** The values of an array schema whose items are one of an enum's (several of a list), else undefined. */
+function itemChoices(schema: Schema): JsonValue[] | undefined {
+  if (schema.type !== undefined && typeOf(schema) !== 'array') return undefined;
+  const items = schema.items;
+  if (!items || typeof items !== 'object' || Array.isArray(items)) return undefined;
+  const values = (items as Schema).enum;
+  return Array.isArray(values) ? (values as JsonValue[]) : undefined;
+}
 
 function typeOf(schema: Schema): string | undefined {
   const type = schema.type;
@@ -32,15 +62,17 @@ function typeOf(schema: Schema): string | undefined {
 }
 
 export function fieldKind(schema: Schema): FieldKind {
-  if (Array.isArray(schema.enum)) return { kind: 'choice', options: schema.enum as JsonValue[] };
-  if ('const' in schema) return { kind: 'choice', options: [schema.const as JsonValue] };
+  if (Array.isArray(schema.enum)) return { kind: 'choice', options: schema.enum as JsonValue[], titles: optionTitles(schema) };
+  if ('const' in schema) return { kind: 'choice', options: [schema.const as JsonValue], titles: optionTitles(schema) };
+  const several = itemChoices(schema);
+  if (several) return { kind: 'multi', options: several };
   const type = typeOf(schema);
   if (type === 'boolean') return { kind: 'boolean', options: [true, false] };
   if (type === 'integer') {
     const low = typeof schema.minimum === 'number' ? Math.ceil(schema.minimum) : typeof schema.exclusiveMinimum === 'number' ? Math.floor(schema.exclusiveMinimum) + 1 : undefined;
     const high = typeof schema.maximum === 'number' ? Math.floor(schema.maximum) : typeof schema.exclusiveMaximum === 'number' ? Math.ceil(schema.exclusiveMaximum) - 1 : undefined;
     if (low !== undefined && high !== undefined && high >= low && high - low < MAX_SCALE_STEPS) {
-      return { kind: 'scale', options: Array.from({ length: high - low + 1 }, (_, i) => low + i) };
+      return { kind: 'scale', options: Array.from({ length: high - low + 1 }, (_, i) => low + i), titles: optionTitles(schema) };
     }
     return { kind: 'number', integer: true };
   }
@@ -49,9 +81,18 @@ export function fieldKind(schema: Schema): FieldKind {
   return { kind: 'json' };
 }
 
-/** The options a digit key picks from (the k-th option), or none for typed fields. */
+/** The options a digit key picks (or, several of a list, ticks and unticks) by number, or none for typed fields. */
 export function fieldOptions(kind: FieldKind): JsonValue[] {
-  return kind.kind === 'scale' || kind.kind === 'choice' || kind.kind === 'boolean' ? kind.options : [];
+  return kind.kind === 'text' || kind.kind === 'number' || kind.kind === 'json' ? [] : kind.options;
+}
+
+/** Several of a list: the ticked options with `option` ticked or unticked, in the list's order. */
+export function toggled(kind: FieldKind & { kind: 'multi' }, input: FieldInput, option: JsonValue): JsonValue[] {
+  const key = JSON.stringify(option);
+  const ticked = new Set(input && 'chosen' in input && Array.isArray(input.chosen) ? input.chosen.map((value) => JSON.stringify(value)) : []);
+  if (ticked.has(key)) ticked.delete(key);
+  else ticked.add(key);
+  return kind.options.filter((value) => ticked.has(JSON.stringify(value)));
 }
 
 /** How an option reads. */
@@ -69,6 +110,8 @@ export type FieldInput = { chosen: JsonValue } | { text: string } | undefined;
 
 /** The value a field's input stands for; undefined when unanswered, an Error when unreadable. */
 export function readInput(kind: FieldKind, input: FieldInput): JsonValue | undefined | Error {
+  // Several of a list is always answered: nothing ticked is the empty list (its schema may refuse it).
+  if (kind.kind === 'multi') return input && 'chosen' in input ? input.chosen : [];
   if (input === undefined) return undefined;
   if ('chosen' in input) return input.chosen;
   const text = input.text;
@@ -83,6 +126,14 @@ export function readInput(kind: FieldKind, input: FieldInput): JsonValue | undef
   } catch {
     return new Error('Enter a JSON value.');
   }
+}
+
+/** The input that shows a stored value (a finished item reopened). */
+export function inputOf(kind: FieldKind, value: JsonValue): FieldInput {
+  if (fieldOptions(kind).length) return { chosen: value };
+  if (kind.kind === 'text' && typeof value === 'string') return { text: value };
+  if (kind.kind === 'number' && typeof value === 'number') return { text: String(value) };
+  return { text: JSON.stringify(value) };
 }
 
 const validators = new Map<string, Validator>();
@@ -126,6 +177,10 @@ function explain(errors: OutputUnit[], schema: Schema): string {
       return `Must be of type ${JSON.stringify(schema.type)}.`;
     case 'enum':
       return 'Must be one of the options.';
+    case 'minItems':
+      return `Choose at least ${bound('minItems')}.`;
+    case 'maxItems':
+      return `Choose at most ${bound('maxItems')}.`;
     default:
       return error.error.replace(/^Instance/, 'The value');
   }

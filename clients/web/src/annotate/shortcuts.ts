@@ -6,6 +6,7 @@ export const SHORTCUTS = [
   { keys: ['Ctrl+Enter', '⌘+Enter'], does: 'Submit and next (from anywhere, text fields included)' },
   { keys: ['1', '…', '9'], does: 'Pick that option of the focused rubric field, else of the first unanswered one' },
   { keys: ['s'], does: 'Skip this item' },
+  { keys: ['p'], does: 'Open the item you completed before this one (again for the one before that), to change its answers' },
   { keys: ['n'], does: 'Write a note' },
   { keys: ['Esc'], does: 'Leave a text field' },
   { keys: ['?'], does: 'Show these shortcuts' },
@@ -16,6 +17,8 @@ export type ShortcutHandlers = {
   /** A digit key 1–9, and the rubric field that holds the focus (if any). */
   pick: (option: number, focusedField: string | undefined) => void;
   skip: () => void;
+  /** The previously completed item. */
+  previous: () => void;
   note: () => void;
   help: () => void;
   /** Esc in a text field: where the focus goes instead. */
@@ -62,6 +65,9 @@ export function useShortcuts(enabled: boolean, handlers: ShortcutHandlers): void
       } else if (event.key === 's') {
         event.preventDefault();
         on.skip();
+      } else if (event.key === 'p') {
+        event.preventDefault();
+        on.previous();
       } else if (event.key === 'n') {
         event.preventDefault();
         on.note();

@@ -5,17 +5,20 @@ import { canWrite, roleIn } from '../access.ts';
 import { messageOf, meQuery, statusOf } from '../api.ts';
 import { useQueueEvents } from '../live/useQueueEvents.ts';
 import { callQuery, queueQuery, queueStatsQuery, readAhead, rubricQuery, type Queue, type QueueItem } from './annotate-queries.ts';
-import { changesOf, feedbackRecords, RecordIds, type StoredRecords } from './feedback-records.ts';
+import { answersOf, callRef, changesOf, feedbackRecords, RecordIds, type StoredRecords } from './feedback-records.ts';
+import { FinishedWalk } from './finished-walk.ts';
 import { forgetLease, leaseEndsAt } from './lease.ts';
-import type { RubricField } from './RubricForm.tsx';
-import { checkValue, fieldKind, fieldOptions, readInput, type FieldInput, type JsonValue } from './rubric-fields.ts';
+import { toRubricField, type RubricField } from './RubricForm.tsx';
+import { checkValue, fieldOptions, inputOf, readInput, toggled, type FieldInput, type JsonValue } from './rubric-fields.ts';
 
 /** The item the annotator holds, and when its lease ends (ms since the epoch). */
 export type Held = { item: QueueItem; leaseEndsAt: number };
 /** What the annotator entered for an item. */
 export type Form = { inputs: Map<string, FieldInput>; note: string; reaction: string };
-/** An item finished in this session; completed ones can be reopened and their feedback replaced. */
-export type Finished = { item: QueueItem; state: 'completed' | 'skipped'; form: Form; stored: StoredRecords };
+/** An item finished in this session; completed ones can be reopened. */
+export type Finished = { item: QueueItem; state: 'completed' | 'skipped' };
+/** A completed item open again: the answers read back from the annotator's own records, and where those are stored. */
+export type Reopened = { item: QueueItem; form: Form; stored: StoredRecords };
 
 type Phase = { name: 'start' } | { name: 'annotating'; held: Held } | { name: 'done' };
 
@@ -34,8 +37,11 @@ type SessionOptions = { client: LoupeClient; session: number; projectId: string;
  * caller's held item until its progress is written, contract 5.2) and shows the claimed item from
  * the cache in the same render; only an item that was not read ahead waits for its call.
  *
- * Blind: it never reads feedback, so no annotator sees another's values. A reopened item shows
- * the values this session itself stored for it.
+ * Blind: the only feedback it reads is the annotator's own, to reopen an item they completed —
+ * from this session's list, or walking back with "previous" through every item they completed in
+ * the queue, latest first, in this or any earlier session (FinishedWalk). Saving a reopened item
+ * replaces its records: new records supersede the old (agreement reads the latest), and its
+ * progress stays completed.
  */
 export function useAnnotationSession({ client, session, projectId, queueId }: SessionOptions) {
   const queryClient = useQueryClient();
@@ -43,16 +49,7 @@ export function useAnnotationSession({ client, session, projectId, queueId }: Se
   const queue = useQuery(queueQuery(client, session, projectId, queueId));
   const stats = useQuery(queueStatsQuery(client, session, projectId, queueId));
   const specs = useQuery({ ...rubricQuery(client, session, projectId, queue.data?.scorer_refs ?? []), enabled: queue.isSuccess });
-  const fields = useMemo<RubricField[]>(
-    () =>
-      (specs.data ?? []).map((spec) => {
-        const kind = fieldKind(spec.field_schema);
-        // Free text is a remark, and a schema that takes null says the value may be missing.
-        const optional = kind.kind === 'text' || checkValue(spec.field_schema, null) === null;
-        return { ref: spec.ref, name: spec.name, description: spec.description, kind, optional };
-      }),
-    [specs.data],
-  );
+  const fields = useMemo<RubricField[]>(() => (specs.data ?? []).map(toRubricField), [specs.data]);
   const schemas = useMemo(() => new Map((specs.data ?? []).map((spec) => [spec.ref, spec.field_schema])), [specs.data]);
   const writable = canWrite(roleIn(me.data, projectId));
 
@@ -62,8 +59,10 @@ export function useAnnotationSession({ client, session, projectId, queueId }: Se
   const [failure, setFailure] = useState<string>();
   const [notice, setNotice] = useState<string>();
   const [finished, setFinished] = useState<Finished[]>([]);
-  const [reopened, setReopened] = useState<Finished | null>(null);
+  const [reopened, setReopened] = useState<Reopened | null>(null);
   const recordIds = useRef(new RecordIds());
+  const walk = useRef<FinishedWalk | null>(null);
+  walk.current ??= new FinishedWalk(client, projectId, queueId);
 
   const held = phase.name === 'annotating' ? phase.held : null;
   const shownItem = reopened?.item ?? held?.item ?? null;
@@ -129,9 +128,9 @@ export function useAnnotationSession({ client, session, projectId, queueId }: Se
       const batch = recordIds.current.assign(records);
       const { res } = batch.length ? await client.feedback.batchCreate.mutate({ batch }) : { res: [] };
       await client.annotationQueues.items.progress.mutate({ project_id: projectId, queue_id: queueId, item_id: item.id, annotation_state: 'completed' });
-      const stored: StoredRecords = new Map(records.map(({ key }, index) => [key, res[index]!.id]));
       // Progress is stored: the item is finished even if the claim after it fails.
-      finish({ item, state: 'completed', form: entered, stored });
+      finish({ item, state: 'completed' });
+      walk.current = new FinishedWalk(client, projectId, queueId); // it is now the latest
       return claimNext();
     },
     onSuccess: ({ item }, { queueData }) => show(item, queueData),
@@ -141,7 +140,7 @@ export function useAnnotationSession({ client, session, projectId, queueId }: Se
     ...writeOptions,
     mutationFn: async ({ item }: { item: QueueItem; queueData: Queue }) => {
       await client.annotationQueues.items.progress.mutate({ project_id: projectId, queue_id: queueId, item_id: item.id, annotation_state: 'skipped' });
-      finish({ item, state: 'skipped', form: emptyForm(), stored: new Map() });
+      finish({ item, state: 'skipped' });
       return claimNext();
     },
     onSuccess: ({ item }, { queueData }) => show(item, queueData),
@@ -150,23 +149,15 @@ export function useAnnotationSession({ client, session, projectId, queueId }: Se
   /** A reopened item: its records replaced (feedback/replace), added or removed to match the form. */
   const saveChanges = useMutation({
     ...writeOptions,
-    mutationFn: async ({ entry, values, saved }: { entry: Finished; values: Map<string, JsonValue>; saved: Form }) => {
+    mutationFn: async ({ entry, values, saved }: { entry: Reopened; values: Map<string, JsonValue>; saved: Form }) => {
       const records = feedbackRecords(projectId, queueId, entry.item.call_id, fields, { values, note: saved.note, reaction: saved.reaction });
+      // Each record is replaced (purged and created in one transaction): the new one supersedes it.
       const changes = changesOf(entry.stored, records);
-      const stored: StoredRecords = new Map(entry.stored);
-      for (const { key, record } of changes.replace) stored.set(key, (await client.feedback.replace.mutate(record)).id);
-      if (changes.create.length) {
-        const { res } = await client.feedback.batchCreate.mutate({ batch: changes.create.map(({ record }) => record) });
-        changes.create.forEach(({ key }, index) => stored.set(key, res[index]!.id));
-      }
-      if (changes.purge.length) {
-        await client.feedback.purge.mutate({ project_id: projectId, ids: changes.purge.map(({ id }) => id) });
-        for (const { key } of changes.purge) stored.delete(key);
-      }
-      return stored;
+      for (const { record } of changes.replace) await client.feedback.replace.mutate(record);
+      if (changes.create.length) await client.feedback.batchCreate.mutate({ batch: changes.create.map(({ record }) => record) });
+      if (changes.purge.length) await client.feedback.purge.mutate({ project_id: projectId, ids: changes.purge.map(({ id }) => id) });
     },
-    onSuccess: (stored, { entry, saved }) => {
-      setFinished((list) => list.map((other) => (other.item.id === entry.item.id ? { ...entry, form: saved, stored } : other)));
+    onSuccess: (_, { entry }) => {
       setNotice(`Saved your changes to ${entry.item.call_op_name} (${entry.item.call_id}).`);
       closeReopened();
     },
@@ -219,13 +210,50 @@ export function useAnnotationSession({ client, session, projectId, queueId }: Se
 
   /** The held item's form is set aside while a finished item is open, and comes back after. */
   const setAside = useRef<{ form: Form; errors: Map<string, string> } | null>(null);
-  const reopen = (entry: Finished) => {
-    if (writing()) return;
-    if (!reopened) setAside.current = { form, errors };
-    setReopened(entry);
-    setForm(entry.form);
-    setErrors(new Map());
+  const userId = me.data?.user_id;
+
+  /**
+   * Opens a completed item again with the answers its annotator stored (their own records only):
+   * the one named, or the one completed before `before` (the latest when null).
+   */
+  const open = useMutation({
+    ...writeOptions,
+    mutationFn: async (target: { item: QueueItem } | { before: string | null }): Promise<Reopened | null> => {
+      const item = 'item' in target ? target.item : await walk.current!.olderThan(target.before);
+      if (!item) return null;
+      const { result } = await client.feedback.query.query({
+        project_id: projectId,
+        filter: { queue_id: queueId, call_ref: callRef(projectId, item.call_id), svc_user_id: userId! },
+        sort_by: [{ field: 'created_at', direction: 'asc' }],
+        limit: 1000,
+      });
+      const { answers, stored } = answersOf(result, fields);
+      const inputs = new Map<string, FieldInput>();
+      for (const field of fields) {
+        const value = answers.values.get(field.ref);
+        if (value !== undefined) inputs.set(field.ref, inputOf(field.kind, value));
+      }
+      return { item, form: { inputs, note: answers.note, reaction: answers.reaction }, stored };
+    },
+    onSuccess: (entry, target) => {
+      if (!entry) {
+        setNotice('before' in target && target.before ? 'This is the earliest item you completed in this queue.' : 'You have not completed an item in this queue yet.');
+        return;
+      }
+      if (!reopened) setAside.current = { form, errors };
+      setReopened(entry);
+      setForm(entry.form);
+      setErrors(new Map());
+    },
+  });
+  const reopen = (item: QueueItem) => {
+    if (!writing() && userId) open.mutate({ item });
   };
+  /** The item the annotator completed before the one open (the latest one when none is), in this session or an earlier one. */
+  const previous = () => {
+    if (!writing() && userId) open.mutate({ before: reopened?.item.id ?? null });
+  };
+
   function closeReopened() {
     setReopened(null);
     setForm(setAside.current?.form ?? emptyForm());
@@ -259,7 +287,8 @@ export function useAnnotationSession({ client, session, projectId, queueId }: Se
     const options = fieldOptions(target.kind);
     if (options.length) {
       if (option > options.length) return;
-      setInput(target.ref, { chosen: options[option - 1]! });
+      const chosen = options[option - 1]!;
+      setInput(target.ref, { chosen: target.kind.kind === 'multi' ? toggled(target.kind, form.inputs.get(target.ref), chosen) : chosen });
       return;
     }
     // A number field: the digit starts its value, and the typing goes on in its box. Text is
@@ -289,10 +318,13 @@ export function useAnnotationSession({ client, session, projectId, queueId }: Se
     finished,
     reopened,
     busy,
+    /** How many items of the queue the annotator has completed, in any session (0 while unknown). */
+    completedByMe: stats.data?.by_annotator.find((entry) => entry.annotator_user_id === userId)?.completed ?? 0,
     start,
     submit,
     skip,
     reopen,
+    previous,
     closeReopened,
     lapse,
     pick,

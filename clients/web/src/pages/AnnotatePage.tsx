@@ -21,7 +21,7 @@ import '../annotate/annotate.css';
 export function AnnotatePage(props: QueuePageProps) {
   const { projectId, queueId } = props;
   const annotation = useAnnotationSession(props);
-  const { queue, gone, stats, specs, fields, writable, live, phase, held, shownItem, call, form, errors, failure, notice, finished, reopened, busy } = annotation;
+  const { queue, gone, stats, specs, fields, writable, live, phase, held, shownItem, call, form, errors, failure, notice, finished, reopened, busy, completedByMe } = annotation;
   const [helpOpen, setHelpOpen] = useState(false);
   const noteRef = useRef<HTMLTextAreaElement>(null);
   const startRef = useRef<HTMLButtonElement>(null);
@@ -29,7 +29,7 @@ export function AnnotatePage(props: QueuePageProps) {
 
   // Focus follows the work: the Start button when the page opens, the call's heading when an item
   // appears (screen readers announce it, and digit keys then go to the first unanswered field).
-  const startShown = phase === 'start' && queue.isSuccess && specs.isSuccess && writable;
+  const startShown = phase === 'start' && !reopened && queue.isSuccess && specs.isSuccess && writable;
   useEffect(() => {
     if (startShown) startRef.current?.focus();
   }, [startShown]);
@@ -44,6 +44,7 @@ export function AnnotatePage(props: QueuePageProps) {
     submit: annotation.submit,
     pick: annotation.pick,
     skip: annotation.skip,
+    previous: annotation.previous,
     note: () => noteRef.current?.focus(),
     help: () => setHelpOpen(true),
     leaveField: () => document.getElementById(headingId)?.focus(),
@@ -65,9 +66,16 @@ export function AnnotatePage(props: QueuePageProps) {
         <h1>Annotate: {queueData.name}</h1>
         <Progress stats={stats.data} live={live} />
         {held && !reopened ? <LeaseCountdown key={`${held.item.id}:${held.leaseEndsAt}`} endsAt={held.leaseEndsAt} onLapse={annotation.lapse} /> : null}
-        <button type="button" className="secondary" onClick={() => setHelpOpen(true)} aria-haspopup="dialog">
-          Shortcuts <kbd aria-hidden="true">?</kbd>
-        </button>
+        <div className="bar-buttons">
+          {writable ? (
+            <button type="button" className="secondary" onClick={annotation.previous} disabled={busy || !completedByMe} aria-keyshortcuts="p">
+              Previous item <kbd aria-hidden="true">p</kbd>
+            </button>
+          ) : null}
+          <button type="button" className="secondary" onClick={() => setHelpOpen(true)} aria-haspopup="dialog">
+            Shortcuts <kbd aria-hidden="true">?</kbd>
+          </button>
+        </div>
       </div>
       <div role="status" className="notices">
         {notice ? <p className="notice">{notice}</p> : null}
@@ -103,7 +111,7 @@ export function AnnotatePage(props: QueuePageProps) {
           <div className="annotate-call">
             {reopened ? (
               <p className="reopened-banner">
-                You finished this item earlier: change its answers and save, or go back to the current item.
+                You completed this item earlier: change its answers and save, or go back{held ? ' to the current item' : ''}. <kbd>p</kbd> opens the one before it.
               </p>
             ) : null}
             {call.isSuccess ? (
@@ -136,7 +144,7 @@ export function AnnotatePage(props: QueuePageProps) {
                     Save changes
                   </button>
                   <button type="button" className="secondary" onClick={annotation.closeReopened} disabled={busy}>
-                    Back to the current item
+                    {held ? 'Back to the current item' : 'Close this item'}
                   </button>
                 </>
               ) : (
@@ -228,7 +236,7 @@ function NothingLeft({ stats }: { stats: QueueStats | undefined }) {
   );
 }
 
-function FinishedList({ finished, reopenedId, onReopen }: { finished: Finished[]; reopenedId: string | undefined; onReopen: (entry: Finished) => void }) {
+function FinishedList({ finished, reopenedId, onReopen }: { finished: Finished[]; reopenedId: string | undefined; onReopen: (item: Finished['item']) => void }) {
   if (!finished.length) return null;
   return (
     <section className="finished" aria-labelledby="finished-title">
@@ -240,7 +248,7 @@ function FinishedList({ finished, reopenedId, onReopen }: { finished: Finished[]
               {entry.item.call_op_name} <code>{entry.item.call_id}</code> — {entry.state}
             </span>
             {entry.state === 'completed' ? (
-              <button type="button" className="secondary" onClick={() => onReopen(entry)} disabled={entry.item.id === reopenedId} aria-label={`Reopen ${entry.item.call_id}`}>
+              <button type="button" className="secondary" onClick={() => onReopen(entry.item)} disabled={entry.item.id === reopenedId} aria-label={`Reopen ${entry.item.call_id}`}>
                 Reopen
               </button>
             ) : null}

@@ -65,7 +65,10 @@ function kindWords(kind: FieldKind): string {
     case 'scale':
       return `scale ${kind.options[0]}–${kind.options[kind.options.length - 1]}`;
     case 'choice':
-      return `one of ${kind.options.map((option) => (option !== null && typeof option === 'object' ? JSON.stringify(option) : scalarText(option))).join(', ')}`;
+    case 'multi': {
+      const options = kind.options.map((option) => (option !== null && typeof option === 'object' ? JSON.stringify(option) : scalarText(option))).join(', ');
+      return `${kind.kind === 'choice' ? 'one' : 'any'} of ${options}`;
+    }
     case 'boolean':
       return 'yes or no';
     case 'text':

@@ -7,6 +7,8 @@ import {
   AnnotationQueueCreateReq,
   AnnotationQueueCreateRes,
   AnnotationQueueEventsReq,
+  AnnotationQueueFinishedReq,
+  AnnotationQueueFinishedRes,
   AnnotationQueueItemAnnotationsReq,
   AnnotationQueueItemAnnotationsRes,
   AnnotationQueueItemProgressReq,
@@ -27,6 +29,7 @@ import {
 import { createQueue, deleteQueue, queryQueues, readQueue, updateQueue } from '../../domain/annotation-queues.ts';
 import { queueAgreement } from '../../domain/agreement.ts';
 import { claimItem } from '../../domain/claim.ts';
+import { finishedItems } from '../../domain/finished-items.ts';
 import { itemAnnotations } from '../../domain/item-annotations.ts';
 import { resolvePaging } from '../../domain/paging.ts';
 import { updateProgress } from '../../domain/progress.ts';
@@ -74,6 +77,21 @@ const itemsRouter = router({
     .mutation(async ({ ctx, input }) => ({
       item: await claimItem(ctx.db, { userId: ctx.user.id, projectId: input.project_id, queueId: input.queue_id, events: ctx.services.queueEvents }),
     })),
+
+  /** The caller's own finished items, latest first (an addition beyond the contract: an annotator's "previous item"). */
+  finished: projectProcedure('read', AnnotationQueueFinishedReq)
+    .meta(
+      rest({
+        method: 'POST',
+        path: '/annotation_queues/{queue_id}/items/finished',
+        tags,
+        summary: "The caller's own finished items of a queue, the latest finished first",
+        description: "Items the caller completed or skipped, each with the caller's own state and when they finished it; paged by cursor (5.6).",
+        answers: [404],
+      }),
+    )
+    .output(AnnotationQueueFinishedRes)
+    .query(({ ctx, input }) => finishedItems(ctx.db, { userId: ctx.user.id, req: input, page: resolvePaging(input, ctx.pageLimits) })),
 
   progress: projectProcedure('write', AnnotationQueueItemProgressReq)
     .meta(

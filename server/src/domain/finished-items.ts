@@ -1,0 +1,74 @@
+import { FINISHED_STATES, type AnnotationQueueFinishedReq, type FinishedItem } from '@loupe/shared';
+import { Conditions, isoFromSql, sqlRows, storedBytes, type SqlScope } from '../db/sql.ts';
+import { sql } from '../db/statement.ts';
+import { liveQueue } from './annotation-queues.ts';
+import { budgetedPage } from './answer-budget.ts';
+import { decodeCursor, encodeCursor, keyset, orderSql, queryFingerprint, type KeysetKey } from './cursor.ts';
+import { nextCursorOf, type Page } from './paging.ts';
+import { ITEM_COLUMNS, toItemDto, type ItemRow } from './queue-items.ts';
+
+// The caller's own finished items of a queue, the latest finished first: what an annotator walks
+// back through to change an answer, in any later session. "Finished" is the caller's own progress
+// record (completed or skipped, both final, contract 4.1), and its time is that record's last
+// update — not the item's shown state, which may be another annotator's.
+
+/** Latest finished first; the item's id breaks ties. */
+const KEYS: KeysetKey[] = [
+  { column: 'p.updated_at', field: 'finished_at', type: 'date', direction: 'desc' },
+  { column: 'i.id', field: 'id', type: 'text', direction: 'desc' },
+];
+
+const FROM = 'annotation_item_progress p join annotation_queue_items i on i.id = p.item_id';
+
+type FinishedRow = ItemRow & { my_state: FinishedItem['annotation_state']; finished_at: unknown };
+
+export async function finishedItems(
+  db: SqlScope,
+  { userId, req, page }: { userId: string; req: AnnotationQueueFinishedReq; page: Page },
+): Promise<{ finished: FinishedItem[]; next_cursor: string | null }> {
+  await liveQueue(db, req.project_id, req.queue_id);
+  const states = [...new Set(req.annotation_states ?? FINISHED_STATES)];
+  const where = new Conditions();
+  // (queue_id, annotator_user_id) is the progress table's index: the scan is this caller's records in this queue.
+  where.add('p.queue_id = ? and p.annotator_user_id = ? and i.deleted_at is null', req.queue_id, userId);
+  where.inList('p.state', states);
+  const fingerprint = queryFingerprint({ of: 'finished', project_id: req.project_id, queue_id: req.queue_id, user: userId, states: states.sort() }, page.seal);
+  if (page.cursor !== undefined) {
+    const bound = keyset(KEYS, decodeCursor(db, page.cursor, fingerprint, KEYS).values, 'after');
+    where.add(bound.sql, ...bound.params);
+  }
+  const read = await budgetedPage(
+    {
+      db,
+      from: FROM,
+      id: 'i.id',
+      key: 'i.id',
+      where,
+      order: `order by ${orderSql(KEYS)}`,
+      bytes: `${storedBytes(db, 'i.display_fields', 'json')} + ${['i.call_op_name', 'i.call_id', 'i.call_trace_id', 'i.project_id', 'i.queue_id', 'i.id'].map((column) => storedBytes(db, column)).join(' + ')} + ${FRAME_BYTES}`,
+      name: (id) => `Item "${id}" of annotation queue "${req.queue_id}"`,
+      limit: page.limit,
+      offset: page.offset,
+      budget: page.bytes,
+      room: page.room,
+    },
+    {
+      rows: (ids) =>
+        sqlRows<FinishedRow>(
+          db,
+          sql`select ${sql.raw(ITEM_COLUMNS)}, p.state as my_state, p.updated_at as finished_at from ${sql.raw(FROM)}
+               where p.annotator_user_id = ${userId} and i.id in (${sql.list(ids)})`,
+        ),
+      id: (row) => row.id,
+      density: () => 0, // display fields are a flat list of strings: their length is their weight
+      convert: (row) => row,
+    },
+  );
+  return {
+    finished: read.rows.map((row) => ({ item: toItemDto(row), annotation_state: row.my_state, finished_at: isoFromSql(row.finished_at) })),
+    next_cursor: nextCursorOf(read, (row) => encodeCursor(fingerprint, KEYS, row)),
+  };
+}
+
+/** An item's JSON beyond its stored text (field names, times, ids, states), with its state and finish time around it. */
+const FRAME_BYTES = 560;
