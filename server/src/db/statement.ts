@@ -29,6 +29,11 @@ export class Statement {
     this.#texts ??= textsOf(this.parts);
     return this.#texts[dialect];
   }
+
+  /** A statement is not text: one put in a plain template string would lose its parameters. */
+  toString(): never {
+    throw new Error('A Statement was used as text: compose it with sql`…` instead.');
+  }
 }
 
 type StatementTexts = { readonly sqlite: string; readonly postgresql: string };
