@@ -86,6 +86,9 @@ export async function sqlRows<T>(db: SqlScope, query: string | Statement, args: 
  * 8–14 ms for the same page built as one JSON array by SQLite and parsed). Outside a transaction
  * the connection is taken from Kysely first, so that no other statement runs meanwhile.
  */
+export async function sqliteArrays(db: SqlScope, statement: Statement): Promise<unknown[][]>;
+/** @deprecated `?` text with its parameters: being replaced by the `sql` template (statement.ts). */
+export async function sqliteArrays(db: SqlScope, sql: string, params?: readonly unknown[]): Promise<unknown[][]>;
 export async function sqliteArrays(db: SqlScope, query: string | Statement, args: readonly unknown[] = []): Promise<unknown[][]> {
   const sql = query instanceof Statement ? query.text('sqlite') : query;
   const params = query instanceof Statement ? query.params : args;
