@@ -122,6 +122,16 @@ function dialectOf(db: SqlScope): 'sqlite' | 'postgresql' {
   return onPostgres(db) ? 'postgresql' : 'sqlite';
 }
 
+/**
+ * A fragment that depends on nothing but the dialect (a select list, a size expression), made
+ * once per dialect: composing it again for every statement would cost as much as the rest of the
+ * statement's text.
+ */
+export function perDialect(make: (db: SqlScope) => Statement): (db: SqlScope) => Statement {
+  const made: { sqlite?: Statement; postgresql?: Statement } = {};
+  return (db) => (made[dialectOf(db)] ??= make(db));
+}
+
 async function statementRows<T>(db: SqlScope, statement: Statement): Promise<T[]> {
   const held = db.heldSqlite;
   if (held) return held.prepare(statement.text('sqlite')).all(statement.params) as T[];

@@ -2,7 +2,19 @@ import type { AnnotationQueue, AnnotationQueueCreateReq, AnnotationQueueQueryReq
 import type { AuthUser } from './auth-user.ts';
 import { AnnotationQueueRecord } from '../db/entities.ts';
 import type { Em } from '../db/orm.ts';
-import { isoFromSql, isoOrNullFromSql, jsonFromSql, onPostgres, sqlDate, sqlRows, sqlRun, storedBytes, typedKysely, type SqlScope } from '../db/sql.ts';
+import {
+  isoFromSql,
+  isoOrNullFromSql,
+  jsonFromSql,
+  onPostgres,
+  perDialect,
+  sqlDate,
+  sqlRows,
+  sqlRun,
+  storedBytes,
+  typedKysely,
+  type SqlScope,
+} from '../db/sql.ts';
 import { sql, type Statement } from '../db/statement.ts';
 import { publishingTransaction, queueEvent, type QueueEventPublisher } from './queue-events.ts';
 import { ensureProject, requireProjectAccess } from './access.ts';
@@ -151,10 +163,10 @@ export async function queryQueues(db: SqlScope, user: AuthUser, req: AnnotationQ
 }
 
 /** The bytes of a queue's JSON in an answer, as stored, plus field names, times and ids. */
-function queueBytes(db: SqlScope): Statement {
+const queueBytes = perDialect((db) => {
   const text = ['name', 'description', 'id', 'project_id', 'created_by'];
   return sql`${sql.join([storedBytes(db, 'scorer_refs', 'json'), ...text.map((column) => storedBytes(db, column))], ' + ')} + ${sql.raw(String(QUEUE_FRAME_BYTES))}`;
-}
+});
 
 /** Field names, punctuation, numbers and times of a queue's JSON. */
 const QUEUE_FRAME_BYTES = 320;

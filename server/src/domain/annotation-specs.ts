@@ -3,7 +3,7 @@ import { objectRef, parseRef, type AnnotationSpec, type AnnotationSpecCreateReq,
 import type { AuthUser } from './auth-user.ts';
 import { AnnotationSpecRecord } from '../db/entities.ts';
 import type { Em } from '../db/orm.ts';
-import { sqlRows, storedBytes, type SqlScope } from '../db/sql.ts';
+import { perDialect, sqlRows, storedBytes, type SqlScope } from '../db/sql.ts';
 import { sql, type Statement } from '../db/statement.ts';
 import { ensureProject, requireProjectAccess } from './access.ts';
 import { requireAnswerFits } from './answer-budget.ts';
@@ -90,11 +90,11 @@ export async function querySpecs(em: Em, user: AuthUser, req: AnnotationSpecQuer
  * The bytes of a spec's JSON in an answer, as stored: its schema and text columns, with name,
  * digest and project twice (their fields and the ref), plus field names and times.
  */
-function specBytes(db: SqlScope): Statement {
+const specBytes = perDialect((db) => {
   const once = [storedBytes(db, 'field_schema', 'json'), storedBytes(db, 'description'), storedBytes(db, 'created_by')];
   const twice = ['name', 'digest', 'project_id'].map((column) => sql`2 * ${storedBytes(db, column)}`);
   return sql`${sql.join([...once, ...twice], ' + ')} + ${sql.raw(String(SPEC_FRAME_BYTES))}`;
-}
+});
 
 /** Field names, punctuation, the ref's scheme and created_at of a spec's JSON. */
 const SPEC_FRAME_BYTES = 200;

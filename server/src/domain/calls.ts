@@ -1,7 +1,19 @@
 import type { Call as CallDto, CallCreateReq, CallQueryReq } from '@loupe/shared';
 import type { AuthUser } from './auth-user.ts';
-import { inList, isoFromSql, isoOrNullFromSql, jsonAsText, jsonParam, sqlDate, sqlRows, sqlTransaction, storedBytes, type SqlScope } from '../db/sql.ts';
-import { sql, type Statement } from '../db/statement.ts';
+import {
+  inList,
+  isoFromSql,
+  isoOrNullFromSql,
+  jsonAsText,
+  jsonParam,
+  perDialect,
+  sqlDate,
+  sqlRows,
+  sqlTransaction,
+  storedBytes,
+  type SqlScope,
+} from '../db/sql.ts';
+import { sql } from '../db/statement.ts';
 import { ensureProject, requireProjectAccess } from './access.ts';
 import { answersBusy, budgetedPage, jsonDensity, rowTooLarge } from './answer-budget.ts';
 import { conflict, invalid, notFound } from './errors.ts';
@@ -29,16 +41,16 @@ type CallSqlRow = {
 };
 
 /** What a call read selects, its JSON columns as text (see jsonAsText). */
-function callColumns(db: SqlScope): Statement {
+const callColumns = perDialect((db) => {
   return sql`project_id, id, trace_id, op_name, started_at, ended_at, ${jsonAsText(db, 'inputs')} as inputs, ${jsonAsText(db, 'output')} as output,
     ${jsonAsText(db, 'attributes')} as attributes, exception, created_at, created_by`;
-}
+});
 
 /**
  * The bytes of a call's JSON in an answer, as stored: its JSON and text columns, plus the field
  * names, times and ids around them.
  */
-function callBytes(db: SqlScope): Statement {
+const callBytes = perDialect((db) => {
   const columns = [
     storedBytes(db, 'inputs', 'json'),
     storedBytes(db, 'output', 'json'),
@@ -50,7 +62,7 @@ function callBytes(db: SqlScope): Statement {
     storedBytes(db, 'trace_id'),
   ];
   return sql`${sql.join(columns, ' + ')} + ${sql.raw(String(CALL_FRAME_BYTES))}`;
-}
+});
 
 /** Field names, punctuation, four timestamps and created_by of a call's JSON. */
 const CALL_FRAME_BYTES = 320;

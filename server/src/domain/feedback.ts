@@ -9,6 +9,7 @@ import {
   jsonAsText,
   jsonFromSql,
   onPostgres,
+  perDialect,
   placeholders,
   sqlDate,
   sqliteArrays,
@@ -362,10 +363,10 @@ export async function queryFeedback(db: SqlScope, user: AuthUser, req: FeedbackQ
 }
 
 /** The bytes of a record's JSON in an answer, as stored: its payload and text columns, plus field names, times and ids. */
-function feedbackBytes(db: SqlScope): Statement {
+const feedbackBytes = perDialect((db) => {
   const text = ['svc_ref', 'feedback_type', 'creator', 'annotation_ref', 'runnable_ref', 'call_ref', 'trigger_ref', 'queue_id', 'project_id', 'id', 'svc_user_id'];
   return sql`${sql.join([storedBytes(db, 'payload', 'json'), ...text.map((column) => storedBytes(db, column))], ' + ')} + ${sql.raw(String(FEEDBACK_FRAME_BYTES))}`;
-}
+});
 
 /** Field names, punctuation and created_at of a record's JSON. */
 const FEEDBACK_FRAME_BYTES = 240;

@@ -1,6 +1,6 @@
 import type { AnnotationQueueItem, AnnotationQueueItemsAddReq, AnnotationQueueItemsQueryReq, ItemSort } from '@loupe/shared';
 import type { AuthUser } from './auth-user.ts';
-import { inList, isoFromSql, isoOrNullFromSql, jsonFromSql, lockClause, sqlDate, sqlRows, sqlRun, storedBytes, type SqlScope } from '../db/sql.ts';
+import { inList, isoFromSql, isoOrNullFromSql, jsonFromSql, lockClause, perDialect, sqlDate, sqlRows, sqlRun, storedBytes, type SqlScope } from '../db/sql.ts';
 import { sql, type Statement } from '../db/statement.ts';
 import { publishingTransaction, queueEvent, type QueueEventPublisher } from './queue-events.ts';
 import { ensureProject, requireProjectAccess } from './access.ts';
@@ -239,10 +239,10 @@ export async function queryItems(
 }
 
 /** The bytes of an item's JSON in an answer, as stored: its display fields and text columns, plus field names, times and ids. */
-function itemBytes(db: SqlScope): Statement {
+const itemBytes = perDialect((db) => {
   const text = ['i.call_op_name', 'i.call_id', 'i.call_trace_id', 'i.project_id', 'i.queue_id', 'i.id'];
   return sql`${sql.join([storedBytes(db, 'i.display_fields', 'json'), ...text.map((column) => storedBytes(db, column))], ' + ')} + ${sql.raw(String(ITEM_FRAME_BYTES))}`;
-}
+});
 
 /** Field names, punctuation, five timestamps, user ids, state and position of an item's JSON. */
 const ITEM_FRAME_BYTES = 480;
