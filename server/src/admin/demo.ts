@@ -2,7 +2,7 @@ import type { CallCreateReq, FeedbackCreateReq, Json } from '@loupe/shared';
 import type { Em } from '../db/orm.ts';
 import { authenticate } from '../auth/authenticate.ts';
 import { Membership, User } from '../db/entities.ts';
-import { sqlRows } from '../db/sql.ts';
+import { typedKysely } from '../db/sql.ts';
 import type { AuthUser } from '../domain/auth-user.ts';
 import { createSpec } from '../domain/annotation-specs.ts';
 import { createQueue, queryQueues } from '../domain/annotation-queues.ts';
@@ -191,6 +191,11 @@ export async function loadDemo(em: Em) {
 
 /** The items of a queue by their call ids. */
 async function itemIdsByCall(em: Em, queueId: string): Promise<Map<string, string>> {
-  const rows = await sqlRows<{ id: string; call_id: string }>(em, 'select id, call_id from annotation_queue_items where queue_id = ? and deleted_at is null', [queueId]);
+  const rows = await typedKysely(em)
+    .selectFrom('annotation_queue_items')
+    .select(['id', 'call_id'])
+    .where('queue_id', '=', queueId)
+    .where('deleted_at', 'is', null)
+    .execute();
   return new Map(rows.map((row) => [row.call_id, row.id]));
 }

@@ -1,4 +1,5 @@
 import { sqlRows, sqlRun, type SqlScope } from '../db/sql.ts';
+import { sql } from '../db/statement.ts';
 import type { FailureCounts } from './failure-counts.ts';
 
 /** How often a process deletes the rows of ended windows (only while failures are being counted). */
@@ -30,18 +31,17 @@ export class PostgresFailureCounts implements FailureCounts {
   async add(client: string): Promise<{ failures: number; secondsLeft: number }> {
     if (performance.now() - this.#lastSweep >= SWEEP_EVERY_MS) {
       this.#lastSweep = performance.now();
-      await sqlRun(this.#sql, `delete from auth_failures where window_ends <= now()`);
+      await sqlRun(this.#sql, sql`delete from auth_failures where window_ends <= now()`);
     }
     // A window that has ended is restarted by the failure that finds it.
     const [row] = await sqlRows<{ failures: number; seconds_left: number }>(
       this.#sql,
-      `insert into auth_failures as f (client, failures, window_ends)
-       values (?, 1, now() + make_interval(secs => ?))
+      sql`insert into auth_failures as f (client, failures, window_ends)
+       values (${client}, 1, now() + make_interval(secs => ${this.#windowSeconds}))
        on conflict (client) do update set
          failures = case when f.window_ends <= now() then 1 else f.failures + 1 end,
          window_ends = case when f.window_ends <= now() then excluded.window_ends else f.window_ends end
        returning failures, ceil(extract(epoch from window_ends - now()))::int as seconds_left`,
-      [client, this.#windowSeconds],
     );
     return { failures: Number(row!.failures), secondsLeft: Number(row!.seconds_left) };
   }
@@ -49,8 +49,7 @@ export class PostgresFailureCounts implements FailureCounts {
   async current(client: string): Promise<number> {
     const [row] = await sqlRows<{ failures: number }>(
       this.#sql,
-      `select failures from auth_failures where client = ? and window_ends > now()`,
-      [client],
+      sql`select failures from auth_failures where client = ${client} and window_ends > now()`,
     );
     return row ? Number(row.failures) : 0;
   }

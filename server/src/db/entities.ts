@@ -1,4 +1,5 @@
 import { defineEntity, p } from '@mikro-orm/core';
+import type { InferKyselyDB } from '@mikro-orm/sql';
 
 // Every table of the schema, with its columns, keys and indexes: what the code reads and writes
 // by, and what test/src/db/entity-schema.test.ts holds against the migrations of both databases
@@ -233,3 +234,9 @@ export function entitiesOf(dialect: 'sqlite' | 'postgresql') {
   ];
   return dialect === 'postgresql' ? [...shared, AuthFailureRecord] : shared;
 }
+
+/**
+ * The database as typed Kysely sees it (typedKysely in sql.ts): a table per entity by its table
+ * name, its columns snake_case, typed as the entity declares them (dates as Date, JSON parsed).
+ */
+export type LoupeDatabase = InferKyselyDB<ReturnType<typeof entitiesOf>[number]>;

@@ -5,6 +5,7 @@ import { entitiesOf } from './entities.ts';
 import { migrations } from './migrations/index.ts';
 import { LoupePostgreSqlDriver, SelfClosingClient } from './postgres-driver.ts';
 import { LoupeSqliteDialect } from './sqlite-dialect.ts';
+import { enableTypedKysely } from './sql.ts';
 import type { DatabaseTimeouts } from '../config.ts';
 
 export type Dialect = 'sqlite' | 'postgresql';
@@ -75,6 +76,7 @@ export async function openDatabase(
   { migrateNow = true, timeouts = { connectMs: DEFAULT_CONNECT_TIMEOUT_MS } }: OpenOptions = {},
 ): Promise<Orm> {
   const orm = await MikroORM.init(optionsFor(databaseUrl, poolSize, timeouts));
+  enableTypedKysely(orm.em);
   if (migrateNow) await migrate(orm);
   return orm;
 }

@@ -1,9 +1,23 @@
 import type { Platform } from '@mikro-orm/core';
-import { SqlitePlatform } from '@mikro-orm/sql';
-import { CompiledQuery, type Kysely } from 'kysely';
+import { MikroKyselyPlugin, SqlitePlatform, type SqlEntityManager } from '@mikro-orm/sql';
+import { CompiledQuery, type Kysely, type KyselyPlugin } from 'kysely';
+import type { LoupeDatabase } from './entities.ts';
 import { BEGIN, LoupeSqliteDialect, type LoupeSqliteDatabase } from './sqlite-dialect.ts';
-import { Statement } from './statement.ts';
+import { sql, Statement } from './statement.ts';
 
+// One way to reach the database for each kind of work:
+//
+// - The unit of work (`em`, the entities of entities.ts) loads and changes a few entities: a
+//   user, a key, a spec, a queue created.
+// - Typed Kysely (`typedKysely(db)`, typed from the entities as LoupeDatabase) for set-based reads
+//   and writes that are not on a measured hot path: columns selected by name come back as the
+//   entities declare them (dates as Date, JSON parsed) on both databases.
+// - The `sql` template (statement.ts) through sqlRows/sqlRun/sqliteArrays for statements kept as
+//   text: hot paths (authentication, item, call and feedback reads and writes, progress, claims,
+//   agreement, queue stats), dialect-specific SQL (advisory locks, `for update skip locked`,
+//   pg_notify, cursors) and answer sizing with octet_length. Rows are typed by a row type declared
+//   for the statement; dates and JSON come back as each driver stores them (see sqlDate and below).
+//
 // Hand-written SQL goes through Kysely with bound parameters, not through em.execute(), which
 // writes the values into the SQL text: that would make every statement unique (nothing for the
 // databases to reuse, a statement cache that holds megabytes of values) and makes text such as
@@ -20,17 +34,28 @@ export type SqlScope = {
   readonly heldSqlite?: LoupeSqliteDatabase;
 };
 
+/** The plugin of typed Kysely per ORM (by its platform): converts values as the entities declare them. */
+const typedPlugins = new WeakMap<Platform, KyselyPlugin>();
+
+/** Makes typedKysely work on every scope of the ORM of `em` (openDatabase calls it). */
+export function enableTypedKysely(em: SqlEntityManager): void {
+  typedPlugins.set(em.getPlatform(), new MikroKyselyPlugin(em, { convertValues: true }));
+}
+
 /**
- * `?` placeholders, as written in this project's SQL, in the form the scope's database takes. Every
- * `?` in this project's SQL is a placeholder (no `?` in a literal, no jsonb `?` operator).
- *
- * Why strings with `?` and not Kysely's `sql` template, which numbers placeholders per dialect:
- * the template builds and compiles a node tree for every statement. Measured on the progress
- * path's item statement (node 24, this machine): SQLite 2.5–4.7 µs per statement against nothing
- * (the text goes to the held connection as written), PostgreSQL 4.4–5.4 µs against 1.4–1.6 µs for
- * this rewrite; with five statements per progress update that is 2–4 % of its CPU on SQLite
- * (560–660 µs per request in the progress benchmark).
+ * Kysely typed from the entities, on the scope's connection or transaction. Values are converted
+ * as the entities declare them, both ways: a Date is bound as the database stores it, and a
+ * column selected by its name comes back as a Date or parsed JSON on both databases. A computed
+ * column (an aggregate, an alias, a cast) is not converted: type it with `$castTo`, or read it
+ * with the `sql` template.
  */
+export function typedKysely(db: SqlScope): Kysely<LoupeDatabase> {
+  const plugin = typedPlugins.get(db.getPlatform());
+  if (!plugin) throw new Error('typedKysely: the ORM was not opened by openDatabase');
+  return (db.getKysely() as Kysely<LoupeDatabase>).withPlugin(plugin);
+}
+
+/** @deprecated The `?` text form's placeholders for PostgreSQL: goes with the deprecated overloads below. */
 function compile(db: SqlScope, sql: string, params: readonly unknown[]): CompiledQuery {
   let text = sql;
   if (onPostgres(db)) {
@@ -61,6 +86,9 @@ export async function sqlRows<T>(db: SqlScope, query: string | Statement, args: 
  * 8–14 ms for the same page built as one JSON array by SQLite and parsed). Outside a transaction
  * the connection is taken from Kysely first, so that no other statement runs meanwhile.
  */
+export async function sqliteArrays(db: SqlScope, statement: Statement): Promise<unknown[][]>;
+/** @deprecated `?` text with its parameters: being replaced by the `sql` template (statement.ts). */
+export async function sqliteArrays(db: SqlScope, sql: string, params?: readonly unknown[]): Promise<unknown[][]>;
 export async function sqliteArrays(db: SqlScope, query: string | Statement, args: readonly unknown[] = []): Promise<unknown[][]> {
   const sql = query instanceof Statement ? query.text('sqlite') : query;
   const params = query instanceof Statement ? query.params : args;
@@ -92,6 +120,16 @@ export async function sqlRun(db: SqlScope, query: string | Statement, args: read
 /** The scope's dialect, for a statement's text. */
 function dialectOf(db: SqlScope): 'sqlite' | 'postgresql' {
   return onPostgres(db) ? 'postgresql' : 'sqlite';
+}
+
+/**
+ * A fragment that depends on nothing but the dialect (a select list, a size expression), made
+ * once per dialect: composing it again for every statement would cost as much as the rest of the
+ * statement's text.
+ */
+export function perDialect(make: (db: SqlScope) => Statement): (db: SqlScope) => Statement {
+  const made: { sqlite?: Statement; postgresql?: Statement } = {};
+  return (db) => (made[dialectOf(db)] ??= make(db));
 }
 
 async function statementRows<T>(db: SqlScope, statement: Statement): Promise<T[]> {
@@ -137,59 +175,37 @@ export function jsonFromSql<T>(value: unknown): T {
 /**
  * A JSON column as text: SQLite stores it as text; PostgreSQL's jsonb is asked for as text too, so
  * that both return what `JSON.parse` reads (the driver would parse a jsonb string value itself).
+ * `column` is the code's own.
  */
-export function jsonAsText(db: SqlScope, column: string): string {
-  return onPostgres(db) ? `${column}::text` : column;
+export function jsonAsText(db: SqlScope, column: string): Statement {
+  return sql`${sql.raw(onPostgres(db) ? `${column}::text` : column)}`;
 }
 
 /**
- * SQL for the bytes of a column's value as stored (0 for null), a JSON column as its text. On
- * SQLite the length comes from the record's header, without reading the value.
+ * The bytes of a column's value as stored (0 for null), a JSON column as its text. On SQLite the
+ * length comes from the record's header, without reading the value. `column` is the code's own.
  */
-export function storedBytes(db: SqlScope, column: string, kind: 'json' | 'text' = 'text'): string {
-  return `coalesce(octet_length(${kind === 'json' ? jsonAsText(db, column) : column}), 0)`;
+export function storedBytes(db: SqlScope, column: string, kind: 'json' | 'text' = 'text'): Statement {
+  return sql`coalesce(octet_length(${kind === 'json' ? jsonAsText(db, column) : sql.raw(column)}), 0)`;
 }
 
-/** A JSON value as a query parameter for a JSON column, with its placeholder (`?::jsonb` on PostgreSQL). */
-export function jsonPlaceholder(db: SqlScope): string {
-  return onPostgres(db) ? '?::jsonb' : '?';
+/** A JSON text as a parameter for a JSON column (cast to jsonb on PostgreSQL). */
+export function jsonParam(db: SqlScope, text: string | null): Statement {
+  return onPostgres(db) ? sql`${text}::jsonb` : sql`${text}`;
 }
 
-/** `?, ?, ?` for a list of parameters. */
+/** @deprecated `?, ?, ?` for the `?` text form: use `sql.list`. */
 export function placeholders(count: number): string {
   return Array.from({ length: count }, () => '?').join(', ');
 }
 
-/** The conditions of a query's filter, each with its parameters, joined by `and`. */
-export class Conditions {
-  readonly #conditions: string[] = [];
-  readonly params: unknown[] = [];
-
-  add(condition: string, ...params: unknown[]): void {
-    this.#conditions.push(condition);
-    this.params.push(...params);
-  }
-
-  /** `column in (…)` when values are given; an empty list matches nothing. */
-  inList(column: string, values: readonly unknown[] | undefined): void {
-    if (values === undefined) return;
-    if (!values.length) this.add('1 = 0');
-    else this.add(`${column} in (${placeholders(values.length)})`, ...values);
-  }
-
-  /** `column = ?` when a value is given. */
-  equals(column: string, value: unknown): void {
-    if (value !== undefined) this.add(`${column} = ?`, value);
-  }
-
-  get count(): number {
-    return this.#conditions.length;
-  }
-
-  /** The conditions joined by `and` (there is at least one). */
-  get sql(): string {
-    return this.#conditions.join(' and ');
-  }
+/**
+ * `column in (…)` for a filter's list, `1 = 0` for an empty one (it matches nothing), nothing when
+ * the filter does not name the list. `column` is the code's own.
+ */
+export function inList(column: string, values: readonly unknown[] | undefined): Statement[] {
+  if (values === undefined) return [];
+  return [values.length ? sql`${sql.raw(column)} in (${sql.list(values)})` : sql`1 = 0`];
 }
 
 /** Whether the scope talks to PostgreSQL (row and advisory locks) rather than SQLite. */
@@ -197,9 +213,9 @@ export function onPostgres(db: SqlScope): boolean {
   return !(db.getPlatform() instanceof SqlitePlatform);
 }
 
-/** Row locks exist on PostgreSQL; SQLite serialises transactions on its one connection instead. */
-export function lockClause(db: SqlScope, clause: string): string {
-  return onPostgres(db) ? ` ${clause}` : '';
+/** Row locks exist on PostgreSQL; SQLite serialises transactions on its one connection instead. `clause` is the code's own. */
+export function lockClause(db: SqlScope, clause: string): Statement {
+  return sql`${sql.raw(onPostgres(db) ? ` ${clause}` : '')}`;
 }
 
 /**

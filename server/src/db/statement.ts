@@ -29,6 +29,11 @@ export class Statement {
     this.#texts ??= textsOf(this.parts);
     return this.#texts[dialect];
   }
+
+  /** A statement is not text: one put in a plain template string would lose its parameters. */
+  toString(): never {
+    throw new Error('A Statement was used as text: compose it with sql`…` instead.');
+  }
 }
 
 type StatementTexts = { readonly sqlite: string; readonly postgresql: string };
@@ -58,21 +63,29 @@ export function sql(strings: TemplateStringsArray, ...values: unknown[]): Statem
 
 /** A statement with statements or raw text among its values (filters, lists): flattened on each call. */
 function composed(strings: readonly string[], values: readonly unknown[]): Statement {
-  const parts: string[] = [strings[0]!];
+  const parts: string[] = [];
   const params: unknown[] = [];
-  const append = (text: string) => (parts[parts.length - 1] += text);
-  values.forEach((value, index) => {
-    if (value instanceof RawText) append(value.text);
+  // The text after the last parameter so far, which the next text continues.
+  let text = strings[0]!;
+  for (let index = 0; index < values.length; index++) {
+    const value = values[index];
+    if (value instanceof RawText) text += value.text;
     else if (value instanceof Statement) {
-      append(value.parts[0]!);
-      parts.push(...value.parts.slice(1));
-      params.push(...value.params);
+      const inner = value.parts;
+      text += inner[0]!;
+      for (let part = 1; part < inner.length; part++) {
+        parts.push(text);
+        text = inner[part]!;
+      }
+      for (const param of value.params) params.push(param);
     } else {
-      parts.push('');
+      parts.push(text);
+      text = '';
       params.push(value);
     }
-    append(strings[index + 1]!);
-  });
+    text += strings[index + 1]!;
+  }
+  parts.push(text);
   return new Statement(parts, params);
 }
 

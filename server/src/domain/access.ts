@@ -1,4 +1,5 @@
 import { sqlDate, sqlRun, type SqlScope } from '../db/sql.ts';
+import { sql } from '../db/statement.ts';
 import { splitProjectId } from '@loupe/shared';
 import type { AuthUser } from './auth-user.ts';
 import { forbidden } from './errors.ts';
@@ -15,13 +16,8 @@ export function requireProjectAccess(user: AuthUser, projectId: string, access: 
   }
 }
 
-/** Projects come into being on their first write. */
+/** Projects come into being on their first write (on the write paths: the `sql` template). */
 export async function ensureProject(db: SqlScope, projectId: string): Promise<void> {
   const { entity, project } = splitProjectId(projectId);
-  await sqlRun(db, 'insert into projects (id, entity, name, created_at) values (?, ?, ?, ?) on conflict (id) do nothing', [
-    projectId,
-    entity,
-    project,
-    sqlDate(db, new Date()),
-  ]);
+  await sqlRun(db, sql`insert into projects (id, entity, name, created_at) values (${projectId}, ${entity}, ${project}, ${sqlDate(db, new Date())}) on conflict (id) do nothing`);
 }

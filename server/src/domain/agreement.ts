@@ -1,5 +1,6 @@
 import { callRef, parseRef, type Agreement, type AgreementLevel, type AnnotationQueueAgreementReq, type Json } from '@loupe/shared';
-import { jsonFromSql, onPostgres, placeholders, sqliteArrays, sqlRows, sqlRun, sqlTransaction, type SqlScope } from '../db/sql.ts';
+import { jsonFromSql, onPostgres, sqliteArrays, sqlRows, sqlRun, sqlTransaction, type SqlScope } from '../db/sql.ts';
+import { sql, type Statement } from '../db/statement.ts';
 import type { AgreementTask } from './agreement-thread.ts';
 import { AgreementDeadline, agreementTimedOut, inAgreementSlot, statisticsInThread } from './agreement-workers.ts';
 import { liveQueue } from './annotation-queues.ts';
@@ -36,10 +37,11 @@ const CALLS_PER_READ = 5000;
 export async function queueAgreement(db: SqlScope, req: AnnotationQueueAgreementReq, timeoutMs: number): Promise<Agreement[]> {
   const deadline = new AgreementDeadline(timeoutMs);
   const queue = await liveQueue(db, req.project_id, req.queue_id);
-  const refs = req.scorer_refs ?? queue.scorerRefs;
+  const scorerRefs = jsonFromSql<string[]>(queue.scorer_refs);
+  const refs = req.scorer_refs ?? scorerRefs;
   const firstAt = new Map<string, number>();
   for (const [index, ref] of refs.entries()) {
-    if (!queue.scorerRefs.includes(ref)) throw invalid(`scorer_refs[${index}] is not a scorer of annotation queue "${queue.id}".`);
+    if (!scorerRefs.includes(ref)) throw invalid(`scorer_refs[${index}] is not a scorer of annotation queue "${queue.id}".`);
     const first = firstAt.get(ref);
     if (first !== undefined) throw invalid(`scorer_refs[${index}] repeats scorer_refs[${first}] (${ref.slice(0, 256)}).`);
     firstAt.set(ref, index);
@@ -190,14 +192,15 @@ async function latestValues(db: SqlScope, scope: ValuesScope): Promise<LatestVal
   // The call ids in the refs, cut out by the database.
   const prefix = callRef(scope.projectId, '');
   const prefixLength = [...prefix].length; // characters, as substr counts them on both databases
-  const callOf = (column: string) => `case when substr(${column}, 1, ${prefixLength}) = ? then substr(${column}, ${prefixLength + 1}) end`;
-  const sql: RecordsSql = {
-    prefix,
-    callOf,
-    where: 'f.project_id = ? and f.queue_id = ? and f.feedback_type = ? and f.annotation_ref = ?',
-    params: [scope.projectId, scope.queueId, `svc.annotation.${scope.specName}`, scope.ref],
+  // The lengths are the code's own numbers, written into the text: the same text for every spec.
+  const callOf = (column: string) =>
+    sql`case when substr(${sql.raw(column)}, 1, ${sql.raw(String(prefixLength))}) = ${prefix} then substr(${sql.raw(column)}, ${sql.raw(String(prefixLength + 1))}) end`;
+  const records: RecordsSql = {
+    svcCall: callOf('f.svc_ref'),
+    refCall: callOf('f.call_ref'),
+    where: sql`f.project_id = ${scope.projectId} and f.queue_id = ${scope.queueId} and f.feedback_type = ${`svc.annotation.${scope.specName}`} and f.annotation_ref = ${scope.ref}`,
   };
-  const byRefs = onPostgres(db) ? await latestByRefsOnPostgres(db, scope, sql) : await latestByRefsOnSqlite(db, scope, sql);
+  const byRefs = onPostgres(db) ? await latestByRefsOnPostgres(db, scope, records) : await latestByRefsOnSqlite(db, scope, records);
 
   const calls = new Set<string>();
   for (const record of byRefs) {
@@ -233,7 +236,8 @@ async function latestValues(db: SqlScope, scope: ValuesScope): Promise<LatestVal
 }
 
 type ValuesScope = { projectId: string; queueId: string; specName: string; ref: string; deadline: AgreementDeadline };
-type RecordsSql = { prefix: string; callOf: (column: string) => string; where: string; params: unknown[] };
+/** The pieces of the statement that reads a spec's records: the call ids of its two refs, and its filter. */
+type RecordsSql = { svcCall: Statement; refCall: Statement; where: Statement };
 /** An annotator's latest record for a pair of call ids (null where a ref names no call of the project); `text` as in Latest. */
 type RefsRecord = { user: string; svcCall: string | null; refCall: string | null; createdMs: number; id: string; text: string | null };
 
@@ -276,20 +280,19 @@ async function latestByRefsOnPostgres(db: SqlScope, scope: ValuesScope, records:
   // Times as epoch milliseconds in a float8 (exact below 2^53): no Date per row.
   type Row = { svc_user_id: string; svc_call: string | null; ref_call: string | null; created_ms: number; id: string; value: string | null };
   await sqlTransaction(db, async (tx) => {
-    await sqlRun(tx, 'set transaction read only');
+    await sqlRun(tx, sql`set transaction read only`);
     await sqlRun(
       tx,
-      `declare agreement_records no scroll cursor for
-         select f.svc_user_id, ${records.callOf('f.svc_ref')} as svc_call, ${records.callOf('f.call_ref')} as ref_call,
+      sql`declare agreement_records no scroll cursor for
+         select f.svc_user_id, ${records.svcCall} as svc_call, ${records.refCall} as ref_call,
                 (extract(epoch from f.created_at) * 1000)::float8 as created_ms, f.id,
-                case when pg_column_size(f.payload) <= ? then (f.payload -> 'value')::text end as value
+                case when pg_column_size(f.payload) <= ${INLINE_PAYLOAD_BYTES} then (f.payload -> 'value')::text end as value
            from feedback f
           where ${records.where}`,
-      [records.prefix, records.prefix, INLINE_PAYLOAD_BYTES, ...records.params],
     );
     for (;;) {
       scope.deadline.check();
-      const rows = await beforeDeadline(sqlRows<Row>(tx, `fetch ${RECORDS_PER_READ} from agreement_records`), scope.deadline);
+      const rows = await beforeDeadline(sqlRows<Row>(tx, sql`fetch ${sql.raw(String(RECORDS_PER_READ))} from agreement_records`), scope.deadline);
       for (const row of rows) latest.add(row.svc_user_id, row.svc_call, row.ref_call, row.created_ms, row.id, row.value);
       if (rows.length < RECORDS_PER_READ) break;
     }
@@ -307,18 +310,17 @@ async function latestByRefsOnSqlite(db: SqlScope, scope: ValuesScope, records: R
   const latest = new LatestByRefs(scope.specName);
   // created_at holds epoch milliseconds. `|| ''` makes the value's JSON plain text, which
   // json_array takes as a string (the JSON text the statistics parse) rather than as JSON.
-  const sql = `select json_group_array(json_array(svc_user_id, svc_call, ref_call, created_at, id, value)), max(rid), count(*)
-                 from (select f.rowid as rid, f.svc_user_id, ${records.callOf('f.svc_ref')} as svc_call, ${records.callOf('f.call_ref')} as ref_call,
-                              f.created_at, f.id, case when octet_length(f.payload) <= ? then json(f.payload -> '$.value') || '' end as value
-                         from feedback f
-                        where ${records.where} and f.rowid > ?
-                        order by f.rowid
-                        limit ?)`;
+  const chunkAfter = (after: number) =>
+    sql`select json_group_array(json_array(svc_user_id, svc_call, ref_call, created_at, id, value)), max(rid), count(*)
+          from (select f.rowid as rid, f.svc_user_id, ${records.svcCall} as svc_call, ${records.refCall} as ref_call,
+                       f.created_at, f.id, case when octet_length(f.payload) <= ${INLINE_PAYLOAD_BYTES} then json(f.payload -> '$.value') || '' end as value
+                  from feedback f
+                 where ${records.where} and f.rowid > ${after}
+                 order by f.rowid
+                 limit ${RECORDS_PER_READ})`;
   for (let after = 0; ; ) {
     scope.deadline.check();
-    const [[chunk, last, count]] = (await sqliteArrays(db, sql, [records.prefix, records.prefix, INLINE_PAYLOAD_BYTES, ...records.params, after, RECORDS_PER_READ])) as [
-      [string, number, number],
-    ];
+    const [[chunk, last, count]] = (await sqliteArrays(db, chunkAfter(after))) as [[string, number, number]];
     for (const record of JSON.parse(chunk) as [string, string | null, string | null, number, string, string | null][]) latest.add(...record);
     if (count < RECORDS_PER_READ) break;
     after = last;
@@ -333,28 +335,26 @@ async function liveItemsOfCalls(db: SqlScope, queueId: string, callIds: string[]
     type Row = { id: string; call_id: string; created_ms: number };
     const rows = await sqlRows<Row>(
       db,
-      `select id, call_id, (extract(epoch from created_at) * 1000)::float8 as created_ms
-         from annotation_queue_items where queue_id = ? and deleted_at is null and call_id = any(?)`,
-      [queueId, callIds],
+      sql`select id, call_id, (extract(epoch from created_at) * 1000)::float8 as created_ms
+            from annotation_queue_items where queue_id = ${queueId} and deleted_at is null and call_id = any(${callIds})`,
     );
     return rows.map((row) => [row.id, row.call_id, row.created_ms]);
   }
   const rows = await sqliteArrays(
     db,
-    `select id, call_id, created_at from annotation_queue_items where queue_id = ? and deleted_at is null and call_id in (${placeholders(callIds.length)})`,
-    [queueId, ...callIds],
+    sql`select id, call_id, created_at from annotation_queue_items where queue_id = ${queueId} and deleted_at is null and call_id in (${sql.list(callIds)})`,
   );
   return rows as [string, string, number][];
 }
 
 /** [id, characters of JSON, the value's JSON text when at most MAX_VALUE_CHARS] of these records. */
 async function valuesById(db: SqlScope, projectId: string, ids: string[]): Promise<[string, number, string | null][]> {
-  const valueOf = onPostgres(db) ? `(payload -> 'value')::text` : `json(payload -> '$.value')`;
-  const sql = `select id, length(value) as chars, case when length(value) <= ? then value end as value
-                 from (select id, ${valueOf} as value from feedback where project_id = ? and id in (${placeholders(ids.length)})) v`;
-  if (!onPostgres(db)) return (await sqliteArrays(db, sql, [MAX_VALUE_CHARS, projectId, ...ids])) as [string, number, string | null][];
+  const valueOf = sql.raw(onPostgres(db) ? `(payload -> 'value')::text` : `json(payload -> '$.value')`);
+  const statement = sql`select id, length(value) as chars, case when length(value) <= ${MAX_VALUE_CHARS} then value end as value
+                          from (select id, ${valueOf} as value from feedback where project_id = ${projectId} and id in (${sql.list(ids)})) v`;
+  if (!onPostgres(db)) return (await sqliteArrays(db, statement)) as [string, number, string | null][];
   type Row = { id: string; chars: number; value: string | null };
-  return (await sqlRows<Row>(db, sql, [MAX_VALUE_CHARS, projectId, ...ids])).map((row) => [row.id, row.chars, row.value]);
+  return (await sqlRows<Row>(db, statement)).map((row) => [row.id, row.chars, row.value]);
 }
 
 /** `work`'s result, or the deadline's 503 if it comes first (the statement itself ends by statement_timeout). */
@@ -375,11 +375,7 @@ async function beforeDeadline<T>(work: Promise<T>, deadline: AgreementDeadline):
 async function specOf(db: SqlScope, projectId: string, ref: string): Promise<SpecRow> {
   const parsed = parseRef(ref);
   if (!parsed.ok || parsed.ref.kind !== 'object') throw invalid(`The scorer ref ${ref.slice(0, 256)} is not an object ref.`);
-  const [row] = await sqlRows<SpecRow>(db, 'select name, field_schema from annotation_specs where project_id = ? and name = ? and digest = ?', [
-    projectId,
-    parsed.ref.name,
-    parsed.ref.digest,
-  ]);
+  const [row] = await sqlRows<SpecRow>(db, sql`select name, field_schema from annotation_specs where project_id = ${projectId} and name = ${parsed.ref.name} and digest = ${parsed.ref.digest}`);
   if (!row) throw invalid(`The scorer ref ${ref.slice(0, 256)} names no stored annotation spec of project ${projectId}.`);
   return { name: row.name, field_schema: jsonFromSql(row.field_schema) };
 }

@@ -2,7 +2,8 @@ import type { InferEntity } from '@mikro-orm/core';
 import { objectRef, parseRef, type AnnotationSpec, type AnnotationSpecCreateReq, type AnnotationSpecQueryReq } from '@loupe/shared';
 import { AnnotationSpecRecord } from '../db/entities.ts';
 import type { Em } from '../db/orm.ts';
-import { Conditions, placeholders, sqlRows, storedBytes, type SqlScope } from '../db/sql.ts';
+import { perDialect, sqlRows, storedBytes, type SqlScope } from '../db/sql.ts';
+import { sql, type Statement } from '../db/statement.ts';
 import { ensureProject } from './access.ts';
 import { requireAnswerFits } from './answer-budget.ts';
 import { invalid } from './errors.ts';
@@ -68,13 +69,11 @@ export async function querySpecs(em: Em, req: AnnotationSpecQueryReq, budget: nu
   const or = [...(names.length ? [{ name: { $in: names } }] : []), ...byRef];
   if (!or.length && (req.names || req.refs)) return [];
   // The list has no pages: one whose specs would pass the answer's budget is refused before it is read.
-  const where = new Conditions();
-  where.add('project_id = ?', req.project_id);
-  const wanted: string[] = [];
-  if (names.length) wanted.push(`name in (${placeholders(names.length)})`);
-  if (byRef.length) wanted.push(`(name, digest) in (values ${byRef.map(() => '(?, ?)').join(', ')})`);
-  if (wanted.length) where.add(`(${wanted.join(' or ')})`, ...names, ...byRef.flatMap((ref) => [ref.name, ref.digest]));
-  const [total] = await sqlRows<{ bytes: number | string | null }>(em, `select sum(${specBytes(em)}) as bytes from annotation_specs where ${where.sql}`, where.params);
+  const wanted: Statement[] = [];
+  if (names.length) wanted.push(sql`name in (${sql.list(names)})`);
+  if (byRef.length) wanted.push(sql`(name, digest) in (values ${sql.join(byRef.map((ref) => sql`(${ref.name}, ${ref.digest})`), ', ')})`);
+  const where = wanted.length ? sql`project_id = ${req.project_id} and (${sql.join(wanted, ' or ')})` : sql`project_id = ${req.project_id}`;
+  const [total] = await sqlRows<{ bytes: number | string | null }>(em, sql`select sum(${specBytes(em)}) as bytes from annotation_specs where ${where}`);
   requireAnswerFits('annotation specs', total?.bytes ?? 0, budget, 'ask for fewer by names or refs');
   const rows = await em.find(
     AnnotationSpecRecord,
@@ -88,11 +87,11 @@ export async function querySpecs(em: Em, req: AnnotationSpecQueryReq, budget: nu
  * The bytes of a spec's JSON in an answer, as stored: its schema and text columns, with name,
  * digest and project twice (their fields and the ref), plus field names and times.
  */
-function specBytes(db: SqlScope): string {
+const specBytes = perDialect((db) => {
   const once = [storedBytes(db, 'field_schema', 'json'), storedBytes(db, 'description'), storedBytes(db, 'created_by')];
-  const twice = ['name', 'digest', 'project_id'].map((column) => `2 * ${storedBytes(db, column)}`);
-  return `${[...once, ...twice].join(' + ')} + ${SPEC_FRAME_BYTES}`;
-}
+  const twice = ['name', 'digest', 'project_id'].map((column) => sql`2 * ${storedBytes(db, column)}`);
+  return sql`${sql.join([...once, ...twice], ' + ')} + ${sql.raw(String(SPEC_FRAME_BYTES))}`;
+});
 
 /** Field names, punctuation, the ref's scheme and created_at of a spec's JSON. */
 const SPEC_FRAME_BYTES = 200;

@@ -1,4 +1,5 @@
-import { sqlRows, type Conditions, type SqlScope } from '../db/sql.ts';
+import { sqlRows, type SqlScope } from '../db/sql.ts';
+import { sql, type Statement } from '../db/statement.ts';
 import { bodyWeight, measureJson } from './json-shape.ts';
 import { DomainError, tooLarge } from './errors.ts';
 
@@ -52,16 +53,17 @@ export type BudgetedPage<R> = { rows: R[]; more: boolean };
 export type PageQuery = {
   db: SqlScope;
   /** The table, with the alias the other pieces use if any: `calls`, `annotation_queue_items i`. */
-  from: string;
+  from: Statement;
   /** The column of a row's id, unique within the query's filter: `id`, `i.id`. */
-  id: string;
+  id: Statement;
   /** The columns that identify a row in the table: `project_id, id`, `i.id`. */
-  key: string;
-  where: Conditions;
-  /** `order by …` of the query. */
-  order: string;
-  /** A row's size in bytes, in SQL (see storedBytes). */
-  bytes: string;
+  key: Statement;
+  /** The query's filter: its conditions joined by `and`. */
+  where: Statement;
+  /** The ORDER BY terms of the query (see keysetOrder). */
+  order: Statement;
+  /** A row's size in bytes (see storedBytes). */
+  bytes: Statement;
   /** What a refusal calls the row with this id. */
   name: (id: string) => string;
   limit: number;
@@ -98,10 +100,11 @@ export async function budgetedPage<W, R>(query: PageQuery, read: PageRead<W, R>)
   const count = query.limit + 1;
   // From an offset, the rows are found by their keys alone first: a size in the select list would
   // be computed for every row the offset skips as well (PostgreSQL measures jsonb as its text).
-  const [sql, params] = query.offset
-    ? [`select ${id} as id, ${bytes} as bytes from ${from} where (${key}) in (select ${key} from ${from} where ${where.sql} ${order} limit ? offset ?) ${order}`, [...where.params, count, query.offset]]
-    : [`select ${id} as id, ${bytes} as bytes from ${from} where ${where.sql} ${order} limit ?`, [...where.params, count]];
-  const sizes = await sqlRows<SizedRow>(db, sql, params);
+  const statement = query.offset
+    ? sql`select ${id} as id, ${bytes} as bytes from ${from}
+           where (${key}) in (select ${key} from ${from} where ${where} order by ${order} limit ${count} offset ${query.offset}) order by ${order}`
+    : sql`select ${id} as id, ${bytes} as bytes from ${from} where ${where} order by ${order} limit ${count}`;
+  const sizes = await sqlRows<SizedRow>(db, statement);
   const fit = rowsThatFit(sizes.slice(0, query.limit), query.budget, query.name);
   if (!fit) return { rows: [], more: sizes.length > 0 };
   // Heap for what is about to be read, shared with the other answers and bodies in flight.

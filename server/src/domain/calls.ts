@@ -1,22 +1,23 @@
 import type { Call as CallDto, CallCreateReq, CallQueryReq } from '@loupe/shared';
 import {
-  Conditions,
+  inList,
   isoFromSql,
   isoOrNullFromSql,
   jsonAsText,
-  jsonPlaceholder,
-  placeholders,
+  jsonParam,
+  perDialect,
   sqlDate,
   sqlRows,
   sqlTransaction,
   storedBytes,
   type SqlScope,
 } from '../db/sql.ts';
+import { sql } from '../db/statement.ts';
 import { ensureProject } from './access.ts';
 import { answersBusy, budgetedPage, jsonDensity, rowTooLarge } from './answer-budget.ts';
 import { conflict, invalid, notFound } from './errors.ts';
 import { contentHash, firstPositions, insertThenCompare } from './idempotency.ts';
-import { decodeCursor, encodeCursor, keyset, orderSql, queryFingerprint, type KeysetKey } from './cursor.ts';
+import { decodeCursor, encodeCursor, keyset, keysetOrder, queryFingerprint, type KeysetKey } from './cursor.ts';
 import { cursorPage, type CursorPage, type Page, type PageLimits } from './paging.ts';
 import { newId } from './ids.ts';
 
@@ -39,16 +40,16 @@ type CallSqlRow = {
 };
 
 /** What a call read selects, its JSON columns as text (see jsonAsText). */
-function callColumns(db: SqlScope): string {
-  const json = (column: string) => `${jsonAsText(db, column)} as ${column}`;
-  return `project_id, id, trace_id, op_name, started_at, ended_at, ${json('inputs')}, ${json('output')}, ${json('attributes')}, exception, created_at, created_by`;
-}
+const callColumns = perDialect((db) => {
+  return sql`project_id, id, trace_id, op_name, started_at, ended_at, ${jsonAsText(db, 'inputs')} as inputs, ${jsonAsText(db, 'output')} as output,
+    ${jsonAsText(db, 'attributes')} as attributes, exception, created_at, created_by`;
+});
 
 /**
  * The bytes of a call's JSON in an answer, as stored: its JSON and text columns, plus the field
  * names, times and ids around them.
  */
-function callBytes(db: SqlScope): string {
+const callBytes = perDialect((db) => {
   const columns = [
     storedBytes(db, 'inputs', 'json'),
     storedBytes(db, 'output', 'json'),
@@ -59,8 +60,8 @@ function callBytes(db: SqlScope): string {
     storedBytes(db, 'id'),
     storedBytes(db, 'trace_id'),
   ];
-  return `${columns.join(' + ')} + ${CALL_FRAME_BYTES}`;
-}
+  return sql`${sql.join(columns, ' + ')} + ${sql.raw(String(CALL_FRAME_BYTES))}`;
+});
 
 /** Field names, punctuation, four timestamps and created_by of a call's JSON. */
 const CALL_FRAME_BYTES = 320;
@@ -93,7 +94,6 @@ function parseJson(text: string | null): unknown {
 
 const callName = (projectId: string, id: string) => `Call "${id}" of project ${projectId}`;
 
-const INSERT_COLUMNS = 'project_id, id, trace_id, op_name, started_at, ended_at, inputs, output, attributes, exception, request_hash, created_at, created_by';
 
 type Keyed = { key: string; hash: string; id: string; call: CallCreateReq };
 
@@ -123,29 +123,20 @@ export async function createCalls(db: SqlScope, userId: string, batch: readonly 
 
   await sqlTransaction(db, async (tx) => {
     for (const projectId of new Set(unique.map(({ call }) => call.project_id))) await ensureProject(tx, projectId);
-    const row = `(?, ?, ?, ?, ?, ?, ${jsonPlaceholder(tx)}, ${jsonPlaceholder(tx)}, ${jsonPlaceholder(tx)}, ?, ?, ?, ?)`;
     const createdAt = sqlDate(tx, now);
     await insertThenCompare(unique, IN_CHUNK, {
       async insert(chunk) {
-        const values = chunk.flatMap(({ id, hash, call }) => [
-          call.project_id,
-          id,
-          call.trace_id ?? newId(),
-          call.op_name,
-          sqlDate(tx, new Date(call.started_at)),
-          call.ended_at ? sqlDate(tx, new Date(call.ended_at)) : null,
-          jsonOrNull(call.inputs),
-          jsonOrNull(call.output),
-          jsonOrNull(call.attributes),
-          call.exception ?? null,
-          hash,
-          createdAt,
-          userId,
-        ]);
+        const rows = chunk.map(({ id, hash, call }) => {
+          const startedAt = sqlDate(tx, new Date(call.started_at));
+          const endedAt = call.ended_at ? sqlDate(tx, new Date(call.ended_at)) : null;
+          const [inputs, output, attributes] = [call.inputs, call.output, call.attributes].map((value) => jsonParam(tx, jsonOrNull(value)));
+          return sql`(${call.project_id}, ${id}, ${call.trace_id ?? newId()}, ${call.op_name}, ${startedAt}, ${endedAt}, ${inputs}, ${output}, ${attributes},
+            ${call.exception ?? null}, ${hash}, ${createdAt}, ${userId})`;
+        });
         const inserted = await sqlRows<{ project_id: string; id: string }>(tx,
-          `insert into calls (${INSERT_COLUMNS}) values ${chunk.map(() => row).join(', ')}
+          sql`insert into calls (project_id, id, trace_id, op_name, started_at, ended_at, inputs, output, attributes, exception, request_hash, created_at, created_by)
+           values ${sql.join(rows, ', ')}
            on conflict (project_id, id) do nothing returning project_id, id`,
-          values,
         );
         return new Set(inserted.map((stored) => `${stored.project_id}\u0000${stored.id}`));
       },
@@ -153,8 +144,7 @@ export async function createCalls(db: SqlScope, userId: string, batch: readonly 
         const stored = new Map<string, { hash: string }>();
         for (const [projectId, ids] of groupIds(chunk)) {
           const rows = await sqlRows<{ id: string; request_hash: string }>(tx,
-            `select id, request_hash from calls where project_id = ? and id in (${placeholders(ids.length)})`,
-            [projectId, ...ids],
+            sql`select id, request_hash from calls where project_id = ${projectId} and id in (${sql.list(ids)})`,
           );
           for (const found of rows) stored.set(`${projectId}\u0000${found.id}`, { hash: found.request_hash });
         }
@@ -188,12 +178,12 @@ export async function readCall(
   { projectId, callId, limits }: { projectId: string; callId: string; limits: Pick<PageLimits, 'responseBytes' | 'room'> },
 ): Promise<CallDto> {
   const budget = limits.responseBytes;
-  const where = 'from calls where project_id = ? and id = ?';
-  const [size] = await sqlRows<{ bytes: number | string }>(db, `select ${callBytes(db)} as bytes ${where}`, [projectId, callId]);
+  const where = sql`from calls where project_id = ${projectId} and id = ${callId}`;
+  const [size] = await sqlRows<{ bytes: number | string }>(db, sql`select ${callBytes(db)} as bytes ${where}`);
   if (!size) throw notFound(`Call "${callId}" does not exist in project ${projectId}.`);
   if (Number(size.bytes) > budget) throw rowTooLarge(callName(projectId, callId), Number(size.bytes), budget);
   if (!(await limits.room(Number(size.bytes)))) throw answersBusy();
-  const [row] = await sqlRows<CallSqlRow>(db, `select ${callColumns(db)} ${where}`, [projectId, callId]);
+  const [row] = await sqlRows<CallSqlRow>(db, sql`select ${callColumns(db)} ${where}`);
   if (!row) throw notFound(`Call "${callId}" does not exist in project ${projectId}.`);
   const weight = Number(size.bytes) + callDensity(row);
   if (weight > budget) throw rowTooLarge(callName(projectId, callId), weight, budget);
@@ -209,24 +199,21 @@ const CALL_KEYS: KeysetKey[] = [
 export async function queryCalls(db: SqlScope, query: CallQueryReq, page: Page): Promise<CursorPage<CallDto>> {
   const filter = query.filter ?? {};
   const fingerprint = queryFingerprint({ of: 'calls', project_id: query.project_id, filter }, page.seal);
-  const where = new Conditions();
-  where.add('project_id = ?', query.project_id);
-  where.inList('id', filter.call_ids);
-  where.inList('op_name', filter.op_names);
-  where.inList('trace_id', filter.trace_ids);
-  if (page.cursor !== undefined) {
-    const bound = keyset(CALL_KEYS, decodeCursor(db, page.cursor, fingerprint, CALL_KEYS).values, 'after');
-    where.add(bound.sql, ...bound.params);
-  }
-  const order = `order by ${orderSql(CALL_KEYS)}`;
+  const where = [
+    sql`project_id = ${query.project_id}`,
+    ...inList('id', filter.call_ids),
+    ...inList('op_name', filter.op_names),
+    ...inList('trace_id', filter.trace_ids),
+  ];
+  if (page.cursor !== undefined) where.push(keyset(CALL_KEYS, decodeCursor(db, page.cursor, fingerprint, CALL_KEYS).values, 'after'));
   const read = await budgetedPage(
     {
       db,
-      from: 'calls',
-      id: 'id',
-      key: 'project_id, id',
-      where,
-      order,
+      from: sql`calls`,
+      id: sql`id`,
+      key: sql`project_id, id`,
+      where: sql.join(where, ' and '),
+      order: keysetOrder(CALL_KEYS),
       bytes: callBytes(db),
       name: (id) => callName(query.project_id, id),
       limit: page.limit,
@@ -235,7 +222,7 @@ export async function queryCalls(db: SqlScope, query: CallQueryReq, page: Page):
       room: page.room,
     },
     {
-      rows: (ids) => sqlRows<CallSqlRow>(db, `select ${callColumns(db)} from calls where project_id = ? and id in (${placeholders(ids.length)})`, [query.project_id, ...ids]),
+      rows: (ids) => sqlRows<CallSqlRow>(db, sql`select ${callColumns(db)} from calls where project_id = ${query.project_id} and id in (${sql.list(ids)})`),
       id: (row) => row.id,
       density: callDensity,
       convert: toCallDto,

@@ -6,9 +6,10 @@ import { isTransactionConflict } from '../db/unavailable.ts';
 import { liveQueue, queueWriteLockTerm } from './annotation-queues.ts';
 import { recordProgress } from './progress.ts';
 import { ITEM_COLUMNS, toItemDto, type ItemRow } from './queue-items.ts';
+import { sql } from '../db/statement.ts';
 
 /** Progress that occupies a slot of an item: finished work, or a lease that has not expired. */
-const OCCUPYING = `(p.state in ('completed', 'skipped') or (p.state = 'in_progress' and p.lease_expires_at > ?))`;
+const occupying = (at: unknown) => sql`(p.state in ('completed', 'skipped') or (p.state = 'in_progress' and p.lease_expires_at > ${at}))`;
 /** Attempts of a claim whose transaction PostgreSQL aborted for a deadlock or a serialization failure. */
 const CONFLICT_ATTEMPTS = 4;
 
@@ -43,20 +44,18 @@ async function claimOnce(db: SqlScope, { userId, projectId, queueId, events }: C
     // and one claim at a time per (queue, annotator), so that a second concurrent claim of the same
     // annotator finds the first one's item below instead of taking another.
     if (onPostgres(tx)) {
-      const queueLock = queueWriteLockTerm(tx, queueId);
-      await sqlRows(tx, `select pg_advisory_xact_lock(hashtextextended(?, 0))${queueLock.sql}`, [`claim ${queueId} ${userId}`, ...queueLock.params]);
+      await sqlRows(tx, sql`select pg_advisory_xact_lock(hashtextextended(${`claim ${queueId} ${userId}`}, 0))${queueWriteLockTerm(tx, queueId)}`);
     }
     // Read after the locks: a queue deleted meanwhile is a 404.
     const queue = await liveQueue(tx, projectId, queueId);
     const now = new Date();
     const at = sqlDate(tx, now);
     const [own] = await sqlRows<ItemRow>(tx,
-      `select ${ITEM_COLUMNS} from annotation_item_progress p
+      sql`select ${ITEM_COLUMNS} from annotation_item_progress p
          join annotation_queue_items i on i.id = p.item_id
-        where p.queue_id = ? and p.annotator_user_id = ? and p.state = 'in_progress' and p.lease_expires_at > ?
+        where p.queue_id = ${queueId} and p.annotator_user_id = ${userId} and p.state = 'in_progress' and p.lease_expires_at > ${at}
           and i.deleted_at is null
         order by i.created_at, i.id limit 1`,
-      [queueId, userId, at],
     );
     if (own) return toItemDto(own);
 
@@ -66,16 +65,15 @@ async function claimOnce(db: SqlScope, { userId, projectId, queueId, events }: C
     // claimable item waited behind more filled ones than that.)
     const passedOver: string[] = [];
     for (;;) {
-      const exclude = passedOver.length ? ` and i.id not in (${passedOver.map(() => '?').join(', ')})` : '';
+      const exclude = passedOver.length ? sql` and i.id not in (${sql.list(passedOver)})` : sql``;
       const pick = (lock: string) =>
         sqlRows<ItemRow>(tx,
-          `select ${ITEM_COLUMNS} from annotation_queue_items i
-            where i.queue_id = ? and i.deleted_at is null${exclude}
-              and not exists (select 1 from annotation_item_progress p where p.item_id = i.id and p.annotator_user_id = ?)
-              and (select count(*) from annotation_item_progress p where p.item_id = i.id and ${OCCUPYING}) < ?
+          sql`select ${ITEM_COLUMNS} from annotation_queue_items i
+            where i.queue_id = ${queueId} and i.deleted_at is null${exclude}
+              and not exists (select 1 from annotation_item_progress p where p.item_id = i.id and p.annotator_user_id = ${userId})
+              and (select count(*) from annotation_item_progress p where p.item_id = i.id and ${occupying(at)}) < ${queue.annotations_per_item}
             order by i.created_at, i.id
             limit 1${lockClause(tx, lock)}`,
-          [queueId, ...passedOver, userId, at, queue.annotationsPerItem],
         );
       let [candidate] = await pick('for update of i skip locked');
       // SKIP LOCKED also passes over items that other claims hold right now, and with
@@ -84,14 +82,13 @@ async function claimOnce(db: SqlScope, { userId, projectId, queueId, events }: C
       if (!candidate && onPostgres(tx)) [candidate] = await pick('for update of i');
       if (!candidate) return null;
       const [{ taken }] = (await sqlRows<{ taken: number | string }>(tx,
-        `select count(*) as taken from annotation_item_progress p where p.item_id = ? and ${OCCUPYING}`,
-        [candidate.id, at],
+        sql`select count(*) as taken from annotation_item_progress p where p.item_id = ${candidate.id} and ${occupying(at)}`,
       )) as [{ taken: number | string }];
-      if (Number(taken) >= queue.annotationsPerItem) {
+      if (Number(taken) >= queue.annotations_per_item) {
         passedOver.push(candidate.id);
         continue;
       }
-      await recordProgress(tx, candidate, userId, 'in_progress', 'insert', queue.leaseSeconds, now);
+      await recordProgress(tx, candidate, userId, 'in_progress', 'insert', queue.lease_seconds, now);
       record(queueEvent('progress', projectId, queueId, candidate.id));
       return toItemDto({ ...candidate, state: 'in_progress', state_annotator_user_id: userId });
     }

@@ -1,5 +1,6 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { dateFromSql, sqlDate, type SqlScope } from '../db/sql.ts';
+import { sql, type Statement } from '../db/statement.ts';
 import { invalid } from './errors.ts';
 
 /**
@@ -141,7 +142,7 @@ function isCursorValue(value: unknown): value is CursorValue {
 
 /**
  * One key of a keyset order. A nullable key sorts its nulls after every value ascending and before
- * every value descending (`nullsSql` gives the clause to put in ORDER BY), the same on both databases.
+ * every value descending (`keysetOrder` puts it in the ORDER BY terms), the same on both databases.
  */
 export type KeysetKey = {
   /** The column as written in the query's SQL. */
@@ -153,8 +154,9 @@ export type KeysetKey = {
   nullable?: boolean;
 };
 
-export function orderSql(keys: readonly KeysetKey[]): string {
-  return keys.map((key) => `${key.column} ${key.direction}${nullsSql(key)}`).join(', ');
+/** The ORDER BY terms of `keys` (without the words `order by`). */
+export function keysetOrder(keys: readonly KeysetKey[]): Statement {
+  return sql`${sql.raw(keys.map((key) => `${key.column} ${key.direction}${nullsSql(key)}`).join(', '))}`;
 }
 
 function nullsSql(key: KeysetKey): string {
@@ -166,49 +168,48 @@ export type KeysetSide = 'after' | 'not after';
 
 /**
  * `row strictly after <values>` (or `row not after <values>`: at or before them) in the order of
- * `keys`, as SQL with parameters: a lexicographic comparison that honours each key's direction and
- * nulls. The last key must be unique (the id). Every keyset of the queries is written by this one
+ * `keys`: a lexicographic comparison that honours each key's direction and nulls, every value
+ * bound. The last key must be unique (the id). Every keyset of the queries is written by this one
  * function, so that each reads its index the same way.
  */
-export function keyset(keys: readonly KeysetKey[], values: readonly unknown[], side: KeysetSide): { sql: string; params: unknown[] } {
+export function keyset(keys: readonly KeysetKey[], values: readonly unknown[], side: KeysetSide): Statement {
   const lead = keys[0]!;
   if (keys.every((key) => key.direction === lead.direction && !key.nullable)) {
     // One direction, no nulls: a row-value comparison, which both databases turn into an exact
     // seek on the (…, <key>, id) index. The expanded form below only narrows on the leading key,
     // and scans every row that shares its value (an add of 10,000 items shares one created_at).
     const op = side === 'after' ? strictOp(lead, side) : inclusiveOp(lead, side);
-    return { sql: `(${keys.map((key) => key.column).join(', ')}) ${op} (${keys.map(() => '?').join(', ')})`, params: [...values] };
+    return sql`(${sql.raw(keys.map((key) => key.column).join(', '))}) ${sql.raw(op)} (${sql.list(values)})`;
   }
   const compared = lexicographic(keys, values, 0, side);
   if (lead.nullable || keys.length === 1) return compared;
   // A redundant bound on the leading key: what lets the databases read the index as a range.
-  return { sql: `${lead.column} ${inclusiveOp(lead, side)} ? and ${compared.sql}`, params: [values[0], ...compared.params] };
+  return sql`${column(lead)} ${sql.raw(inclusiveOp(lead, side))} ${values[0]} and ${compared}`;
 }
 
 /** Whether the side of a key's value that `side` keeps holds the greater values. */
 const upward = (key: KeysetKey, side: KeysetSide) => (key.direction === 'asc') === (side === 'after');
 const strictOp = (key: KeysetKey, side: KeysetSide) => (upward(key, side) ? '>' : '<');
 const inclusiveOp = (key: KeysetKey, side: KeysetSide) => (upward(key, side) ? '>=' : '<=');
+/** A key's column, the code's own. */
+const column = (key: KeysetKey) => sql.raw(key.column);
 
-function lexicographic(keys: readonly KeysetKey[], values: readonly unknown[], index: number, side: KeysetSide): { sql: string; params: unknown[] } {
+function lexicographic(keys: readonly KeysetKey[], values: readonly unknown[], index: number, side: KeysetSide): Statement {
   const key = keys[index]!;
   const value = values[index];
-  if (index === keys.length - 1 && side === 'not after' && !key.nullable) return { sql: `${key.column} ${inclusiveOp(key, side)} ?`, params: [value] };
+  if (index === keys.length - 1 && side === 'not after' && !key.nullable) return sql`${column(key)} ${sql.raw(inclusiveOp(key, side))} ${value}`;
   const beyond = strictly(key, value, side);
-  const same = value === null ? { sql: `${key.column} is null`, params: [] } : { sql: `${key.column} = ?`, params: [value] };
-  if (index === keys.length - 1) {
-    return side === 'after' ? beyond : { sql: `(${beyond.sql} or ${same.sql})`, params: [...beyond.params, ...same.params] };
-  }
-  const rest = lexicographic(keys, values, index + 1, side);
-  return { sql: `(${beyond.sql} or (${same.sql} and ${rest.sql}))`, params: [...beyond.params, ...same.params, ...rest.params] };
+  const same = value === null ? sql`${column(key)} is null` : sql`${column(key)} = ${value}`;
+  if (index === keys.length - 1) return side === 'after' ? beyond : sql`(${beyond} or ${same})`;
+  return sql`(${beyond} or (${same} and ${lexicographic(keys, values, index + 1, side)}))`;
 }
 
 /** The rows past `value` on one key, towards the side kept: strictly after it, or strictly before it. */
-function strictly(key: KeysetKey, value: unknown, side: KeysetSide): { sql: string; params: unknown[] } {
+function strictly(key: KeysetKey, value: unknown, side: KeysetSide): Statement {
   const op = strictOp(key, side);
-  if (!key.nullable) return { sql: `${key.column} ${op} ?`, params: [value] };
+  if (!key.nullable) return sql`${column(key)} ${sql.raw(op)} ${value}`;
   // Nulls sort as the greatest value (last ascending, first descending), so towards greater values
   // come the nulls too, and past a null there is nothing greater.
-  if (op === '>') return value === null ? { sql: '1 = 0', params: [] } : { sql: `(${key.column} > ? or ${key.column} is null)`, params: [value] };
-  return value === null ? { sql: `${key.column} is not null`, params: [] } : { sql: `${key.column} < ?`, params: [value] };
+  if (op === '>') return value === null ? sql`1 = 0` : sql`(${column(key)} > ${value} or ${column(key)} is null)`;
+  return value === null ? sql`${column(key)} is not null` : sql`${column(key)} < ${value}`;
 }

@@ -3,11 +3,12 @@ import type { ValidateFunction } from 'ajv';
 import { AnnotationQueueRecord, AnnotationSpecRecord } from '../db/entities.ts';
 import type { Em } from '../db/orm.ts';
 import {
-  Conditions,
+  inList,
   isoFromSql,
   jsonAsText,
   jsonFromSql,
   onPostgres,
+  perDialect,
   placeholders,
   sqlDate,
   sqliteArrays,
@@ -17,13 +18,14 @@ import {
   storedBytes,
   type SqlScope,
 } from '../db/sql.ts';
+import { sql, type Statement } from '../db/statement.ts';
 import { ensureProject } from './access.ts';
 import { conflict, DomainError, invalid, notFound } from './errors.ts';
 import { lockQueuesForWrite } from './annotation-queues.ts';
 import { checkFeedback, lookupsNeeded, noSuchQueue, type FeedbackLookups } from './feedback-rules.ts';
 import { contentHash, firstPositions, insertThenCompare } from './idempotency.ts';
 import { compileFieldSchema } from './json-schema.ts';
-import { decodeCursor, encodeCursor, keyset, orderSql, queryFingerprint, type KeysetKey } from './cursor.ts';
+import { decodeCursor, encodeCursor, keyset, keysetOrder, queryFingerprint, type KeysetKey } from './cursor.ts';
 import { cursorPage, type CursorPage, type Page } from './paging.ts';
 import { budgetedPage, jsonDensity } from './answer-budget.ts';
 import { newId } from './ids.ts';
@@ -306,36 +308,33 @@ const SORT_KEYS = {
 } as const satisfies Record<string, Omit<KeysetKey, 'direction'>>;
 
 export async function queryFeedback(db: SqlScope, req: FeedbackQueryReq, page: Page): Promise<CursorPage<Feedback>> {
-  const where = new Conditions();
-  where.add('project_id = ?', req.project_id);
   const f = req.filter ?? {};
-  where.inList('id', f.ids?.map((id) => id.toLowerCase()));
-  where.inList('svc_ref', f.svc_refs);
-  where.inList('feedback_type', f.feedback_types);
-  where.equals('queue_id', f.queue_id);
-  where.equals('call_ref', f.call_ref);
-  where.equals('creator', f.creator);
-  where.equals('svc_user_id', f.svc_user_id);
-  if (f.created_after) where.add('created_at >= ?', sqlDate(db, new Date(f.created_after)));
-  if (f.created_before) where.add('created_at < ?', sqlDate(db, new Date(f.created_before)));
+  const where: Statement[] = [
+    sql`project_id = ${req.project_id}`,
+    ...inList('id', f.ids?.map((id) => id.toLowerCase())),
+    ...inList('svc_ref', f.svc_refs),
+    ...inList('feedback_type', f.feedback_types),
+  ];
+  if (f.queue_id !== undefined) where.push(sql`queue_id = ${f.queue_id}`);
+  if (f.call_ref !== undefined) where.push(sql`call_ref = ${f.call_ref}`);
+  if (f.creator !== undefined) where.push(sql`creator = ${f.creator}`);
+  if (f.svc_user_id !== undefined) where.push(sql`svc_user_id = ${f.svc_user_id}`);
+  if (f.created_after) where.push(sql`created_at >= ${sqlDate(db, new Date(f.created_after))}`);
+  if (f.created_before) where.push(sql`created_at < ${sqlDate(db, new Date(f.created_before))}`);
   const keys: KeysetKey[] = [
     ...(req.sort_by ?? [{ field: 'created_at', direction: 'asc' } as const]).map((s) => ({ ...SORT_KEYS[s.field], direction: s.direction })),
     { column: 'id', field: 'id', type: 'text', direction: 'asc' },
   ];
   const fingerprint = queryFingerprint({ of: 'feedback', project_id: req.project_id, filter: f, keys }, page.seal);
-  if (page.cursor !== undefined) {
-    const bound = keyset(keys, decodeCursor(db, page.cursor, fingerprint, keys).values, 'after');
-    where.add(bound.sql, ...bound.params);
-  }
-  const order = `order by ${orderSql(keys)}`;
+  if (page.cursor !== undefined) where.push(keyset(keys, decodeCursor(db, page.cursor, fingerprint, keys).values, 'after'));
   const read = await budgetedPage(
     {
       db,
-      from: 'feedback',
-      id: 'id',
-      key: 'project_id, id',
-      where,
-      order,
+      from: sql`feedback`,
+      id: sql`id`,
+      key: sql`project_id, id`,
+      where: sql.join(where, ' and '),
+      order: keysetOrder(keys),
       bytes: feedbackBytes(db),
       name: (id) => `Feedback record "${id}" of project ${req.project_id}`,
       limit: page.limit,
@@ -345,13 +344,12 @@ export async function queryFeedback(db: SqlScope, req: FeedbackQueryReq, page: P
     },
     {
       async rows(ids): Promise<StoredRecord[]> {
-        const selected = `select ${SELECTED.map((column) => (column === 'payload' ? `${jsonAsText(db, column)} as payload` : column)).join(', ')}
-          from feedback where project_id = ? and id in (${placeholders(ids.length)})`;
-        const params = [req.project_id, ...ids];
+        const columns = sql.join(SELECTED.map((column) => (column === 'payload' ? sql`${jsonAsText(db, column)} as payload` : sql`${sql.raw(column)}`)), ', ');
+        const selected = sql`select ${columns} from feedback where project_id = ${req.project_id} and id in (${sql.list(ids)})`;
         if (onPostgres(db)) {
-          return (await sqlRows<Record<string, unknown>>(db, selected, params)).map((row) => ({ id: row.id as string, payload: row.payload as string, dto: () => toFeedbackDto(row) }));
+          return (await sqlRows<Record<string, unknown>>(db, selected)).map((row) => ({ id: row.id as string, payload: row.payload as string, dto: () => toFeedbackDto(row) }));
         }
-        return (await sqliteArrays(db, selected, params)).map((values) => ({ id: values[0] as string, payload: values[4] as string, dto: () => feedbackOfValues(values) }));
+        return (await sqliteArrays(db, selected)).map((values) => ({ id: values[0] as string, payload: values[4] as string, dto: () => feedbackOfValues(values) }));
       },
       id: (record) => record.id,
       density: (record) => jsonDensity(record.payload),
@@ -362,10 +360,10 @@ export async function queryFeedback(db: SqlScope, req: FeedbackQueryReq, page: P
 }
 
 /** The bytes of a record's JSON in an answer, as stored: its payload and text columns, plus field names, times and ids. */
-function feedbackBytes(db: SqlScope): string {
+const feedbackBytes = perDialect((db) => {
   const text = ['svc_ref', 'feedback_type', 'creator', 'annotation_ref', 'runnable_ref', 'call_ref', 'trigger_ref', 'queue_id', 'project_id', 'id', 'svc_user_id'];
-  return `${[storedBytes(db, 'payload', 'json'), ...text.map((column) => storedBytes(db, column))].join(' + ')} + ${FEEDBACK_FRAME_BYTES}`;
-}
+  return sql`${sql.join([storedBytes(db, 'payload', 'json'), ...text.map((column) => storedBytes(db, column))], ' + ')} + ${sql.raw(String(FEEDBACK_FRAME_BYTES))}`;
+});
 
 /** Field names, punctuation and created_at of a record's JSON. */
 const FEEDBACK_FRAME_BYTES = 240;

@@ -1,9 +1,9 @@
 import { FINISHED_STATES, type AnnotationQueueFinishedReq, type FinishedItem } from '@loupe/shared';
-import { Conditions, isoFromSql, sqlRows, storedBytes, type SqlScope } from '../db/sql.ts';
-import { sql } from '../db/statement.ts';
+import { inList, isoFromSql, perDialect, sqlRows, storedBytes, type SqlScope } from '../db/sql.ts';
+import { sql, type Statement } from '../db/statement.ts';
 import { liveQueue } from './annotation-queues.ts';
 import { budgetedPage } from './answer-budget.ts';
-import { decodeCursor, encodeCursor, keyset, orderSql, queryFingerprint, type KeysetKey } from './cursor.ts';
+import { decodeCursor, encodeCursor, keyset, keysetOrder, queryFingerprint, type KeysetKey } from './cursor.ts';
 import { nextCursorOf, type Page } from './paging.ts';
 import { ITEM_COLUMNS, toItemDto, type ItemRow } from './queue-items.ts';
 
@@ -18,7 +18,7 @@ const KEYS: KeysetKey[] = [
   { column: 'i.id', field: 'id', type: 'text', direction: 'desc' },
 ];
 
-const FROM = 'annotation_item_progress p join annotation_queue_items i on i.id = p.item_id';
+const FROM = sql`annotation_item_progress p join annotation_queue_items i on i.id = p.item_id`;
 
 type FinishedRow = ItemRow & { my_state: FinishedItem['annotation_state']; finished_at: unknown };
 
@@ -28,24 +28,24 @@ export async function finishedItems(
 ): Promise<{ finished: FinishedItem[]; next_cursor: string | null }> {
   await liveQueue(db, req.project_id, req.queue_id);
   const states = [...new Set(req.annotation_states ?? FINISHED_STATES)];
-  const where = new Conditions();
-  // (queue_id, annotator_user_id) is the progress table's index: the scan is this caller's records in this queue.
-  where.add('p.queue_id = ? and p.annotator_user_id = ? and i.deleted_at is null', req.queue_id, userId);
-  where.inList('p.state', states);
+  const where: Statement[] = [
+    // (queue_id, annotator_user_id) is the progress table's index: the scan is this caller's records in this queue.
+    sql`p.queue_id = ${req.queue_id} and p.annotator_user_id = ${userId} and i.deleted_at is null`,
+    ...inList('p.state', states),
+  ];
   const fingerprint = queryFingerprint({ of: 'finished', project_id: req.project_id, queue_id: req.queue_id, user: userId, states: states.sort() }, page.seal);
   if (page.cursor !== undefined) {
-    const bound = keyset(KEYS, decodeCursor(db, page.cursor, fingerprint, KEYS).values, 'after');
-    where.add(bound.sql, ...bound.params);
+    where.push(keyset(KEYS, decodeCursor(db, page.cursor, fingerprint, KEYS).values, 'after'));
   }
   const read = await budgetedPage(
     {
       db,
       from: FROM,
-      id: 'i.id',
-      key: 'i.id',
-      where,
-      order: `order by ${orderSql(KEYS)}`,
-      bytes: `${storedBytes(db, 'i.display_fields', 'json')} + ${['i.call_op_name', 'i.call_id', 'i.call_trace_id', 'i.project_id', 'i.queue_id', 'i.id'].map((column) => storedBytes(db, column)).join(' + ')} + ${FRAME_BYTES}`,
+      id: sql`i.id`,
+      key: sql`i.id`,
+      where: sql.join(where, ' and '),
+      order: keysetOrder(KEYS),
+      bytes: finishedBytes(db),
       name: (id) => `Item "${id}" of annotation queue "${req.queue_id}"`,
       limit: page.limit,
       offset: page.offset,
@@ -56,7 +56,7 @@ export async function finishedItems(
       rows: (ids) =>
         sqlRows<FinishedRow>(
           db,
-          sql`select ${sql.raw(ITEM_COLUMNS)}, p.state as my_state, p.updated_at as finished_at from ${sql.raw(FROM)}
+          sql`select ${ITEM_COLUMNS}, p.state as my_state, p.updated_at as finished_at from ${FROM}
                where p.annotator_user_id = ${userId} and i.id in (${sql.list(ids)})`,
         ),
       id: (row) => row.id,
@@ -72,3 +72,8 @@ export async function finishedItems(
 
 /** An item's JSON beyond its stored text (field names, times, ids, states), with its state and finish time around it. */
 const FRAME_BYTES = 560;
+
+const finishedBytes = perDialect((db) => {
+  const text = ['i.call_op_name', 'i.call_id', 'i.call_trace_id', 'i.project_id', 'i.queue_id', 'i.id'];
+  return sql`${sql.join([storedBytes(db, 'i.display_fields', 'json'), ...text.map((column) => storedBytes(db, column))], ' + ')} + ${sql.raw(String(FRAME_BYTES))}`;
+});

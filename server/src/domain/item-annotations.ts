@@ -19,5 +19,5 @@ export async function itemAnnotations(db: SqlScope, req: AnnotationQueueItemAnno
          where i.queue_id = ${req.queue_id} and i.deleted_at is null and i.id in (${sql.list(ids)})`,
   );
   const done = new Map(rows.map((row) => [row.id, Number(row.done)]));
-  return ids.filter((id) => done.has(id)).map((id) => ({ item_id: id, annotations_done: done.get(id)!, annotations_required: queue.annotationsPerItem }));
+  return ids.filter((id) => done.has(id)).map((id) => ({ item_id: id, annotations_done: done.get(id)!, annotations_required: queue.annotations_per_item }));
 }

@@ -2,7 +2,8 @@ import type { AnnotationQueueItem, AnnotationQueueItemProgressReq, ProgressState
 import { sqlDate, sqlRows, sqlRun, type SqlScope } from '../db/sql.ts';
 import { publishingTransaction, queueEvent, type QueueEventPublisher } from './queue-events.ts';
 import { invalid, notFound } from './errors.ts';
-import { liveItem, QUEUE_IS_LIVE, toItemDto } from './queue-items.ts';
+import { liveItem, queueIsLive, toItemDto } from './queue-items.ts';
+import { sql } from '../db/statement.ts';
 import { decideTransition } from './transitions.ts';
 
 /**
@@ -56,9 +57,8 @@ export async function updateProgress(
     // With the item's lock and the queue's held: this caller's record, and whether the queue is
     // still live (a delete that came meanwhile is seen by this later statement).
     const [current] = (await sqlRows<{ state: ProgressState | null; live: unknown }>(tx,
-      `select (select p.state from annotation_item_progress p where p.item_id = ? and p.annotator_user_id = ?) as state,
-              case when ${QUEUE_IS_LIVE} then 1 else 0 end as live`,
-      [req.item_id, userId, req.queue_id],
+      sql`select (select p.state from annotation_item_progress p where p.item_id = ${req.item_id} and p.annotator_user_id = ${userId}) as state,
+              case when ${queueIsLive(req.queue_id)} then 1 else 0 end as live`,
     )) as [{ state: ProgressState | null; live: unknown }];
     if (!Number(current.live)) throw notFound(`Annotation queue "${req.queue_id}" does not exist in project ${req.project_id}.`);
     const decision = decideTransition(current.state ?? null, req.annotation_state);

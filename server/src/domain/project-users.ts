@@ -1,5 +1,5 @@
 import { splitProjectId, type ProjectUser, type ProjectUsersReq } from '@loupe/shared';
-import { placeholders, sqlRows, type SqlScope } from '../db/sql.ts';
+import { typedKysely, type SqlScope } from '../db/sql.ts';
 
 /**
  * `POST /projects/users`: the usernames of user ids that a project's data mentions, for whoever may
@@ -13,12 +13,13 @@ export async function projectUsers(db: SqlScope, req: ProjectUsersReq): Promise<
   if (!ids.length) return [];
   const { entity } = splitProjectId(req.project_id);
 
-  const known = await sqlRows<{ id: string; username: string; role: string | null }>(db,
-    `select u.id, u.username, m.role from users u
-       left join memberships m on m.user_id = u.id and m.entity = ?
-      where u.id in (${placeholders(ids.length)})`,
-    [entity, ...ids],
-  );
+  const kysely = typedKysely(db);
+  const known = await kysely
+    .selectFrom('users as u')
+    .leftJoin('memberships as m', (join) => join.onRef('m.user_id', '=', 'u.id').on('m.entity', '=', entity))
+    .select(['u.id', 'u.username', 'm.role'])
+    .where('u.id', 'in', ids)
+    .execute();
   const related = new Set(known.filter((row) => row.role !== null).map((row) => row.id));
 
   // Ids of no member: named only when their user wrote feedback or progress here. Index seeks only
@@ -29,16 +30,29 @@ export async function projectUsers(db: SqlScope, req: ProjectUsersReq): Promise<
   if (others.length) {
     // Two semi-joins, not one `exists … or exists …`: PostgreSQL cannot turn an `or` of subqueries
     // into joins and scanned the project's feedback instead (95 ms against 0.2 ms on 300,000 records).
-    const list = placeholders(others.length);
-    const writers = await sqlRows<{ id: string }>(db,
-      `select u.id from users u
-        where u.id in (${list}) and exists (select 1 from feedback f where f.project_id = ? and f.svc_user_id = u.id)
-       union
-       select u.id from users u
-        where u.id in (${list}) and exists (select 1 from annotation_queues q join annotation_item_progress p on p.queue_id = q.id
-                                             where q.project_id = ? and p.annotator_user_id = u.id)`,
-      [...others, req.project_id, ...others, req.project_id],
-    );
+    const writers = await kysely
+      .selectFrom('users as u')
+      .select('u.id')
+      .where('u.id', 'in', others)
+      .where(({ exists, selectFrom }) =>
+        exists(selectFrom('feedback as f').select('f.id').where('f.project_id', '=', req.project_id).whereRef('f.svc_user_id', '=', 'u.id')),
+      )
+      .union((eb) =>
+        eb
+          .selectFrom('users as u')
+          .select('u.id')
+          .where('u.id', 'in', others)
+          .where(({ exists, selectFrom }) =>
+            exists(
+              selectFrom('annotation_queues as q')
+                .innerJoin('annotation_item_progress as p', 'p.queue_id', 'q.id')
+                .select('p.item_id')
+                .where('q.project_id', '=', req.project_id)
+                .whereRef('p.annotator_user_id', '=', 'u.id'),
+            ),
+          ),
+      )
+      .execute();
     for (const row of writers) related.add(row.id);
   }
 

@@ -1,6 +1,7 @@
 import type { Project, ProjectQueryReq } from '@loupe/shared';
 import type { AuthUser } from './auth-user.ts';
-import { isoFromSql, placeholders, sqlRows, storedBytes, type SqlScope } from '../db/sql.ts';
+import { isoFromSql, sqlRows, storedBytes, type SqlScope } from '../db/sql.ts';
+import { sql } from '../db/statement.ts';
 import { requireAnswerFits } from './answer-budget.ts';
 import { forbidden } from './errors.ts';
 
@@ -26,10 +27,12 @@ const HOLDINGS = [
   { key: 'specs', table: 'annotation_specs', live: '' },
 ] as const;
 
-const COLUMNS = HOLDINGS.flatMap(({ key, table, live }) => [
-  `(select count(*) from ${table} t where t.project_id = p.id${live}) as ${key}`,
-  `(select min(t.created_at) from ${table} t where t.project_id = p.id${live}) as ${key}_at`,
-]).join(',\n  ');
+const COLUMNS = sql.raw(
+  HOLDINGS.flatMap(({ key, table, live }) => [
+    `(select count(*) from ${table} t where t.project_id = p.id${live}) as ${key}`,
+    `(select min(t.created_at) from ${table} t where t.project_id = p.id${live}) as ${key}_at`,
+  ]).join(',\n  '),
+);
 
 /** Field names, punctuation, counts and created_at of a project's JSON. */
 const PROJECT_FRAME_BYTES = 160;
@@ -45,12 +48,12 @@ export async function queryProjects(db: SqlScope, { user, req, budget }: { user:
   if (!entities.length) return [];
   // The list has no pages: one that would pass the answer's budget is refused before it is read.
   const [total] = await sqlRows<{ bytes: number | string | null }>(db,
-    `select sum(${storedBytes(db, 'id')} * 2 + ${storedBytes(db, 'entity')} + ${storedBytes(db, 'name')} + ${PROJECT_FRAME_BYTES}) as bytes
-       from projects where entity in (${placeholders(entities.length)})`,
-    entities,
+    sql`select sum(${storedBytes(db, 'id')} * 2 + ${storedBytes(db, 'entity')} + ${storedBytes(db, 'name')} + ${sql.raw(String(PROJECT_FRAME_BYTES))}) as bytes
+       from projects where entity in (${sql.list(entities)})`,
   );
   requireAnswerFits('projects', total?.bytes ?? 0, budget, 'ask for one entity at a time');
-  const rows = await sqlRows<ProjectRow>(db, `select p.id, p.entity, p.name,\n  ${COLUMNS}\nfrom projects p where p.entity in (${placeholders(entities.length)})`, entities);
+  // Counts and the earliest times per table: computed columns, which typed Kysely would not convert (see typedKysely).
+  const rows = await sqlRows<ProjectRow>(db, sql`select p.id, p.entity, p.name,\n  ${COLUMNS}\nfrom projects p where p.entity in (${sql.list(entities)})`);
   const projects: Project[] = [];
   for (const row of rows) {
     const times = HOLDINGS.map(({ key }) => row[`${key}_at`]).filter((value) => value !== null && value !== undefined).map(isoFromSql);

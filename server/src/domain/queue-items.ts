@@ -1,51 +1,58 @@
 import type { AnnotationQueueItem, AnnotationQueueItemsAddReq, AnnotationQueueItemsQueryReq, ItemSort } from '@loupe/shared';
-import {
-  Conditions,
-  isoFromSql,
-  isoOrNullFromSql,
-  jsonFromSql,
-  lockClause,
-  placeholders,
-  sqlDate,
-  sqlRows,
-  sqlRun,
-  storedBytes,
-  type SqlScope,
-} from '../db/sql.ts';
+import { inList, isoFromSql, isoOrNullFromSql, jsonFromSql, lockClause, perDialect, sqlDate, sqlRows, sqlRun, storedBytes, type SqlScope } from '../db/sql.ts';
+import { sql, type Statement } from '../db/statement.ts';
 import { publishingTransaction, queueEvent, type QueueEventPublisher } from './queue-events.ts';
 import { ensureProject } from './access.ts';
 import { liveQueue, lockQueuesForWrite, queueWriteLockTerm } from './annotation-queues.ts';
 import { notFound, tooLarge } from './errors.ts';
-import { decodeCursor, encodeCursor, keyset, orderSql, queryFingerprint, type DecodedCursor, type KeysetKey } from './cursor.ts';
+import { decodeCursor, encodeCursor, keyset, keysetOrder, queryFingerprint, type DecodedCursor, type KeysetKey } from './cursor.ts';
 import { nextCursorOf, type Page } from './paging.ts';
 import { budgetedPage } from './answer-budget.ts';
 import { newId } from './ids.ts';
 
 const CHUNK = 500;
 
-/** The columns every item read selects, in the order toItemDto expects. */
-export const ITEM_COLUMNS = `i.id, i.project_id, i.queue_id, i.call_id, i.call_started_at, i.call_ended_at, i.call_op_name,
+/** The columns every item read selects: an ItemRow. */
+export const ITEM_COLUMNS = sql`i.id, i.project_id, i.queue_id, i.call_id, i.call_started_at, i.call_ended_at, i.call_op_name,
   i.call_trace_id, i.display_fields, i.state, i.state_annotator_user_id, i.added_by, i.created_at, i.created_by,
   i.updated_at, i.deleted_at`;
 
-export type ItemRow = Record<string, unknown> & { id: string; queue_id: string };
+/** An item as ITEM_COLUMNS read it: times and the JSON of display_fields as the driver gives them (see sql.ts). */
+export type ItemRow = {
+  id: string;
+  project_id: string;
+  queue_id: string;
+  call_id: string;
+  call_started_at: unknown;
+  call_ended_at: unknown;
+  call_op_name: string;
+  call_trace_id: string;
+  display_fields: unknown;
+  state: AnnotationQueueItem['annotation_state'];
+  state_annotator_user_id: string | null;
+  added_by: string;
+  created_at: unknown;
+  created_by: string;
+  updated_at: unknown;
+  deleted_at: unknown;
+};
 
 export function toItemDto(row: ItemRow, position: number | null = null): AnnotationQueueItem {
   return {
     id: row.id,
-    project_id: row.project_id as string,
-    queue_id: row.queue_id as string,
-    call_id: row.call_id as string,
+    project_id: row.project_id,
+    queue_id: row.queue_id,
+    call_id: row.call_id,
     call_started_at: isoFromSql(row.call_started_at),
     call_ended_at: isoOrNullFromSql(row.call_ended_at),
-    call_op_name: row.call_op_name as string,
-    call_trace_id: row.call_trace_id as string,
+    call_op_name: row.call_op_name,
+    call_trace_id: row.call_trace_id,
     display_fields: jsonFromSql<string[]>(row.display_fields),
-    annotation_state: row.state as AnnotationQueueItem['annotation_state'],
-    annotator_user_id: (row.state_annotator_user_id as string | null) ?? null,
-    added_by: row.added_by as string,
+    annotation_state: row.state,
+    annotator_user_id: row.state_annotator_user_id ?? null,
+    added_by: row.added_by,
     created_at: isoFromSql(row.created_at),
-    created_by: row.created_by as string,
+    created_by: row.created_by,
     updated_at: isoFromSql(row.updated_at),
     deleted_at: isoOrNullFromSql(row.deleted_at),
     position_in_queue: position,
@@ -67,20 +74,23 @@ export async function liveItem(
   itemId: string,
   forWrite = false,
 ): Promise<ItemRow & { lease_seconds: number }> {
-  const forUpdate = forWrite ? lockClause(db, 'for update of i') : '';
-  const queueLock = forWrite ? queueWriteLockTerm(db, queueId) : { sql: '', params: [] };
+  const forUpdate = forWrite ? lockClause(db, 'for update of i') : NOTHING;
+  const queueLock = forWrite ? queueWriteLockTerm(db, queueId) : NOTHING;
   const rows = await sqlRows<ItemRow & { lease_seconds: number }>(db,
-    `select ${ITEM_COLUMNS}, q.lease_seconds${queueLock.sql} from annotation_queue_items i
+    sql`select ${ITEM_COLUMNS}, q.lease_seconds${queueLock} from annotation_queue_items i
        join annotation_queues q on q.id = i.queue_id
-      where i.id = ? and i.queue_id = ? and i.project_id = ? and i.deleted_at is null and q.deleted_at is null${forUpdate}`,
-    [...queueLock.params, itemId, queueId, projectId],
+      where i.id = ${itemId} and i.queue_id = ${queueId} and i.project_id = ${projectId} and i.deleted_at is null and q.deleted_at is null${forUpdate}`,
   );
   if (!rows[0]) throw itemNotFound(projectId, queueId, itemId);
   return rows[0];
 }
 
-/** The condition, for a write's own statement, that the queue is still live (one parameter: its id). */
-export const QUEUE_IS_LIVE = 'exists (select 1 from annotation_queues q where q.id = ? and q.deleted_at is null)';
+const NOTHING = sql``;
+
+/** The condition, for a write's own statement, that the queue is still live. */
+export function queueIsLive(queueId: string): Statement {
+  return sql`exists (select 1 from annotation_queues q where q.id = ${queueId} and q.deleted_at is null)`;
+}
 
 export type AddItemsResult = { added_count: number; duplicates: string[]; missing_call_ids: string[] };
 
@@ -104,14 +114,13 @@ export async function addItems(
     else seen.add(id);
   }
   const unique = [...seen];
-  const calls = new Map<string, Record<string, unknown>>();
+  // Times as the driver gives them, written back as they came.
+  type CallRow = { id: string; trace_id: string; op_name: string; started_at: unknown; ended_at: unknown };
+  const calls = new Map<string, CallRow>();
   for (let i = 0; i < unique.length; i += CHUNK) {
     const ids = unique.slice(i, i + CHUNK);
-    const rows = await sqlRows<Record<string, unknown>>(db,
-      `select id, trace_id, op_name, started_at, ended_at from calls where project_id = ? and id in (${placeholders(ids.length)})`,
-      [req.project_id, ...ids],
-    );
-    for (const row of rows) calls.set(row.id as string, row);
+    const rows = await sqlRows<CallRow>(db, sql`select id, trace_id, op_name, started_at, ended_at from calls where project_id = ${req.project_id} and id in (${sql.list(ids)})`);
+    for (const row of rows) calls.set(row.id, row);
   }
   const missing = unique.filter((id) => !calls.has(id));
   const present = unique.filter((id) => calls.has(id));
@@ -125,19 +134,16 @@ export async function addItems(
     await ensureProject(tx, req.project_id);
     for (let i = 0; i < present.length; i += CHUNK) {
       const ids = present.slice(i, i + CHUNK);
-      const values: unknown[] = [];
-      for (const id of ids) {
+      const rows = ids.map((id) => {
         const call = calls.get(id)!;
-        values.push(newId(), req.project_id, req.queue_id, id, call.started_at, call.ended_at ?? null, call.op_name, call.trace_id);
-        values.push(displayFields, userId, now, userId, now);
-      }
+        return sql`(${sql.list([newId(), req.project_id, req.queue_id, id, call.started_at, call.ended_at ?? null, call.op_name, call.trace_id, displayFields, userId, now, userId, now])})`;
+      });
       const inserted = await sqlRows<{ call_id: string }>(tx,
-        `insert into annotation_queue_items (id, project_id, queue_id, call_id, call_started_at, call_ended_at, call_op_name,
+        sql`insert into annotation_queue_items (id, project_id, queue_id, call_id, call_started_at, call_ended_at, call_op_name,
            call_trace_id, display_fields, added_by, created_at, created_by, updated_at)
-         values ${ids.map(() => `(${placeholders(13)})`).join(', ')}
+         values ${sql.join(rows, ', ')}
          on conflict (queue_id, call_id) where deleted_at is null do nothing
          returning call_id`,
-        values,
       );
       for (const row of inserted) added.add(row.call_id);
     }
@@ -172,31 +178,28 @@ export async function queryItems(
   page: Page,
 ): Promise<{ items: AnnotationQueueItem[]; next_cursor: string | null }> {
   await liveQueue(db, req.project_id, req.queue_id);
-  const where = new Conditions();
-  where.add('i.queue_id = ? and i.deleted_at is null', req.queue_id);
   const filter = req.filter ?? {};
-  where.inList('i.call_id', filter.call_ids);
-  where.inList('i.call_op_name', filter.call_op_names);
-  where.inList('i.call_trace_id', filter.call_trace_ids);
-  where.inList('i.added_by', filter.added_by);
-  where.inList('i.state', filter.annotation_states);
-  const filtered = where.count > 1;
+  const where = [
+    sql`i.queue_id = ${req.queue_id} and i.deleted_at is null`,
+    ...inList('i.call_id', filter.call_ids),
+    ...inList('i.call_op_name', filter.call_op_names),
+    ...inList('i.call_trace_id', filter.call_trace_ids),
+    ...inList('i.added_by', filter.added_by),
+    ...inList('i.state', filter.annotation_states),
+  ];
+  const filtered = where.length > 1;
   const keys = sortKeys(req.sort_by);
   const fingerprint = queryFingerprint({ of: 'items', project_id: req.project_id, queue_id: req.queue_id, filter, keys }, page.seal);
   const cursor = page.cursor === undefined ? undefined : decodeCursor(db, page.cursor, fingerprint, keys);
-  if (cursor) {
-    const bound = keyset(keys, cursor.values, 'after');
-    where.add(bound.sql, ...bound.params);
-  }
-  const order = `order by ${orderSql(keys)}`;
+  if (cursor) where.push(keyset(keys, cursor.values, 'after'));
   const read = await budgetedPage(
     {
       db,
-      from: 'annotation_queue_items i',
-      id: 'i.id',
-      key: 'i.id',
-      where,
-      order,
+      from: sql`annotation_queue_items i`,
+      id: sql`i.id`,
+      key: sql`i.id`,
+      where: sql.join(where, ' and '),
+      order: keysetOrder(keys),
       bytes: itemBytes(db),
       name: (id) => `Item "${id}" of annotation queue "${req.queue_id}"`,
       limit: page.limit,
@@ -205,7 +208,7 @@ export async function queryItems(
       room: page.room,
     },
     {
-      rows: (ids) => sqlRows<ItemRow>(db, `select ${ITEM_COLUMNS} from annotation_queue_items i where i.id in (${placeholders(ids.length)}) and i.deleted_at is null`, ids),
+      rows: (ids) => sqlRows<ItemRow>(db, sql`select ${ITEM_COLUMNS} from annotation_queue_items i where i.id in (${sql.list(ids)}) and i.deleted_at is null`),
       id: (row) => row.id,
       // Display fields are a flat list of at most 256 strings: their length is their weight.
       density: () => 0,
@@ -229,10 +232,10 @@ export async function queryItems(
 }
 
 /** The bytes of an item's JSON in an answer, as stored: its display fields and text columns, plus field names, times and ids. */
-function itemBytes(db: SqlScope): string {
+const itemBytes = perDialect((db) => {
   const text = ['i.call_op_name', 'i.call_id', 'i.call_trace_id', 'i.project_id', 'i.queue_id', 'i.id'];
-  return `${[storedBytes(db, 'i.display_fields', 'json'), ...text.map((column) => storedBytes(db, column))].join(' + ')} + ${ITEM_FRAME_BYTES}`;
-}
+  return sql`${sql.join([storedBytes(db, 'i.display_fields', 'json'), ...text.map((column) => storedBytes(db, column))], ' + ')} + ${sql.raw(String(ITEM_FRAME_BYTES))}`;
+});
 
 /** Field names, punctuation, five timestamps, user ids, state and position of an item's JSON. */
 const ITEM_FRAME_BYTES = 480;
@@ -252,19 +255,13 @@ async function positionsOf(
 ): Promise<(number | null)[]> {
   const last = rows.at(-1);
   if (!last) return [];
-  const where = new Conditions();
-  where.add('i.queue_id = ? and i.deleted_at is null', queueId);
-  if (cursor) {
-    const after = keyset(keys, cursor.values, 'after');
-    where.add(after.sql, ...after.params);
-  }
-  const upTo = keyset(keys, keys.map((key) => last[key.field]), 'not after');
-  where.add(upTo.sql, ...upTo.params);
+  const where = [sql`i.queue_id = ${queueId} and i.deleted_at is null`];
+  if (cursor) where.push(keyset(keys, cursor.values, 'after'));
+  where.push(keyset(keys, keys.map((key) => last[key.field as keyof ItemRow]), 'not after'));
   const ranked = await sqlRows<{ id: string; position: number | string }>(db,
-    `select r.id, r.position from (
-        select i.id, row_number() over (order by ${orderSql(keys)}) as position from annotation_queue_items i where ${where.sql}
-      ) r where r.id in (${placeholders(rows.length)})`,
-    [...where.params, ...rows.map((row) => row.id)],
+    sql`select r.id, r.position from (
+        select i.id, row_number() over (order by ${keysetOrder(keys)}) as position from annotation_queue_items i where ${sql.join(where, ' and ')}
+      ) r where r.id in (${sql.list(rows.map((row) => row.id))})`,
   );
   const base = cursor?.position ?? 0;
   const positions = new Map(ranked.map((row) => [row.id, base + Number(row.position)]));
@@ -279,12 +276,9 @@ export async function deleteItem(
   return publishingTransaction(db, events, async (tx, record) => {
     const row = await liveItem(tx, projectId, queueId, itemId, true);
     const now = new Date();
-    const changed = await sqlRun(tx, `update annotation_queue_items set deleted_at = ?, updated_at = ? where id = ? and ${QUEUE_IS_LIVE}`, [
-      sqlDate(tx, now),
-      sqlDate(tx, now),
-      itemId,
-      queueId,
-    ]);
+    const changed = await sqlRun(tx,
+      sql`update annotation_queue_items set deleted_at = ${sqlDate(tx, now)}, updated_at = ${sqlDate(tx, now)} where id = ${itemId} and ${queueIsLive(queueId)}`,
+    );
     if (!changed) throw itemNotFound(projectId, queueId, itemId);
     record(queueEvent('items_deleted', projectId, queueId, itemId));
     return toItemDto({ ...row, deleted_at: now, updated_at: now });

@@ -1,5 +1,6 @@
 import type { AnnotationQueueStats } from '@loupe/shared';
-import { placeholders, sqlRows, type SqlScope } from '../db/sql.ts';
+import { sqlRows, type SqlScope } from '../db/sql.ts';
+import { sql } from '../db/statement.ts';
 import { liveQueues } from './annotation-queues.ts';
 
 type Count = number | string;
@@ -12,31 +13,28 @@ type Count = number | string;
 export async function queueStats(db: SqlScope, projectId: string, queueIds: readonly string[]): Promise<AnnotationQueueStats[]> {
   const ids = [...new Set(queueIds)];
   await liveQueues(db, projectId, ids);
-  const inQueues = `in (${placeholders(ids.length)})`;
+  const inQueues = sql`in (${sql.list(ids)})`;
 
   const byState = await sqlRows<{ queue_id: string; state: string; n: Count }>(db,
-    `select queue_id, state, count(*) as n from annotation_queue_items
+    sql`select queue_id, state, count(*) as n from annotation_queue_items
       where queue_id ${inQueues} and deleted_at is null group by queue_id, state`,
-    ids,
   );
   // Per queue, the live items with at least one finishing annotator, and those with as many as
   // the queue asks for.
   const finished = await sqlRows<{ queue_id: string; finished: Count; done: Count }>(db,
-    `select i.queue_id, count(*) as finished, sum(case when f.n >= q.annotations_per_item then 1 else 0 end) as done
+    sql`select i.queue_id, count(*) as finished, sum(case when f.n >= q.annotations_per_item then 1 else 0 end) as done
        from annotation_queue_items i
        join annotation_queues q on q.id = i.queue_id
        join (select item_id, count(*) as n from annotation_item_progress
               where queue_id ${inQueues} and state in ('completed', 'skipped') group by item_id) f on f.item_id = i.id
       where i.queue_id ${inQueues} and i.deleted_at is null
       group by i.queue_id`,
-    [...ids, ...ids],
   );
   const byAnnotator = await sqlRows<{ queue_id: string; annotator_user_id: string; state: string; n: Count }>(db,
-    `select p.queue_id, p.annotator_user_id, p.state, count(*) as n from annotation_item_progress p
+    sql`select p.queue_id, p.annotator_user_id, p.state, count(*) as n from annotation_item_progress p
        join annotation_queue_items i on i.id = p.item_id
       where p.queue_id ${inQueues} and i.deleted_at is null
       group by p.queue_id, p.annotator_user_id, p.state`,
-    ids,
   );
 
   return ids.map((queueId) => {

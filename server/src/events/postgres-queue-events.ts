@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { onPostgres, sqlRows, type SqlScope } from '../db/sql.ts';
+import { sql } from '../db/statement.ts';
 import { secretMasker } from '../db/database-url.ts';
 import type { Logger } from '../log.ts';
 import { LocalFanout } from './local-fanout.ts';
@@ -161,7 +162,7 @@ class PostgresQueueEvents implements QueueEventBus {
 
 /** NOTIFY in the transaction: PostgreSQL delivers the events to every listener if the transaction commits. */
 async function notifyQueueEvents(tx: SqlScope, events: readonly QueueBusEvent[]): Promise<void> {
-  for (const event of events) await sqlRows(tx, 'select pg_notify(?, ?)', [QUEUE_EVENTS_CHANNEL, JSON.stringify(event)]);
+  for (const event of events) await sqlRows(tx, sql`select pg_notify(${QUEUE_EVENTS_CHANNEL}, ${JSON.stringify(event)})`);
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { Role } from '@loupe/shared';
-import { sqlRows, type SqlScope } from '../db/sql.ts';
+import { typedKysely, type SqlScope } from '../db/sql.ts';
 import { requireProjectAccess } from '../domain/access.ts';
 import { DomainError } from '../domain/errors.ts';
 import type { Logger } from '../log.ts';
@@ -7,8 +7,6 @@ import type { StreamSlots } from './stream-slots.ts';
 
 /** Keys looked up per statement: far below every driver's parameter limit. */
 const KEYS_PER_QUERY = 500;
-
-type Row = { key_id: string; entity: string | null; role: Role | null };
 
 /**
  * Checks every `everyMs` that each open event stream's key is still live and still may read its
@@ -39,18 +37,17 @@ export async function checkStreamAccess(db: SqlScope, slots: StreamSlots): Promi
   const roles = new Map<string, Map<string, Role>>();
   for (let i = 0; i < keyIds.length; i += KEYS_PER_QUERY) {
     const chunk = keyIds.slice(i, i + KEYS_PER_QUERY);
-    const rows = await sqlRows<Row>(
-      db,
-      `select k.id as key_id, m.entity, m.role
-         from api_keys k
-         left join memberships m on m.user_id = k.user_id
-        where k.revoked_at is null and k.id in (${chunk.map(() => '?').join(', ')})`,
-      chunk,
-    );
+    const rows = await typedKysely(db)
+      .selectFrom('api_keys as k')
+      .leftJoin('memberships as m', 'm.user_id', 'k.user_id')
+      .select(['k.id', 'm.entity', 'm.role'])
+      .where('k.revoked_at', 'is', null)
+      .where('k.id', 'in', chunk)
+      .execute();
     for (const row of rows) {
-      const byEntity = roles.get(row.key_id) ?? new Map<string, Role>();
-      roles.set(row.key_id, byEntity);
-      if (row.entity && row.role) byEntity.set(row.entity, row.role);
+      const byEntity = roles.get(row.id) ?? new Map<string, Role>();
+      roles.set(row.id, byEntity);
+      if (row.entity && row.role) byEntity.set(row.entity, row.role as Role);
     }
   }
   let ended = 0;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { revokeKey, sqlRun, unitOfWork } from '@loupe/server';
+import { revokeKey, sql, sqlRun, unitOfWork } from '@loupe/server';
 import { describeEachBackend } from '../harness/backends.ts';
 import { basic, client, createUser, rest } from '../harness/http.ts';
 import { startTestServer, type TestServer } from '../harness/server.ts';
@@ -93,7 +93,7 @@ describeEachBackend('failed-authentication brake', (backend) => {
   it.skipIf(backend === 'sqlite')('answers 401 to bad credentials and 200 to a valid key when the count cannot be kept', async () => {
     const erin = await createUser(server);
     const orm = server.server.services.orm;
-    await sqlRun(orm.em, 'alter table auth_failures rename to auth_failures_away');
+    await sqlRun(orm.em, sql`alter table auth_failures rename to auth_failures_away`);
     try {
       const bad = await rest(server, 'GET', '/me', { key: 'lp_wrong_db' });
       expect(bad.status).toBe(401);
@@ -101,7 +101,7 @@ describeEachBackend('failed-authentication brake', (backend) => {
       expect((await rest(server, 'GET', '/me', { key: erin.api_key })).status).toBe(200);
       expect(server.logs.some((line) => line.level === 40 && /brake/.test(String(line.msg)))).toBe(true);
     } finally {
-      await sqlRun(orm.em, 'alter table auth_failures_away rename to auth_failures');
+      await sqlRun(orm.em, sql`alter table auth_failures_away rename to auth_failures`);
     }
   });
 });

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createClient } from '@loupe/client';
-import { openDatabase, sqlRows } from '@loupe/server';
+import { openDatabase, sql, sqlRows } from '@loupe/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CursorHints } from '../../../clients/cli/src/cursor-hints.ts';
 import { describeEachBackend } from '../harness/backends.ts';
@@ -436,7 +436,7 @@ describeEachBackend('cursor seal: the server key', (backend) => {
   }
   const itemsAfter = (server: TestServer, key: string, queueId: string, cursor?: string) =>
     rest(server, 'POST', `/annotation_queues/${queueId}/items/query`, { key, body: { project_id: 'acme/seal', limit: 1, ...(cursor ? { cursor } : {}) } });
-  const secrets = (server: TestServer) => sqlRows<{ name: string; value: string }>(server.server.services.orm.em, 'select name, value from server_secrets');
+  const secrets = (server: TestServer) => sqlRows<{ name: string; value: string }>(server.server.services.orm.em, sql`select name, value from server_secrets`);
 
   it('makes a key on first start and keeps it in the database: a cursor from before a restart still works', async () => {
     const database = await fresh();

@@ -1,5 +1,5 @@
 import { createClient } from '@loupe/client';
-import { sqlRun } from '@loupe/server';
+import { sql, sqlRun } from '@loupe/server';
 import { QueryClient } from '@tanstack/react-query';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -42,7 +42,7 @@ describeEachBackend('usernames of a project', (backend) => {
     expect((await batchCreate(server, stranger.api_key, [freeForm('other/x')])).status).toBe(200);
     const { em } = server.server.services.orm;
     for (const former of [formerAnnotator, formerReviewer, formerElsewhere]) {
-      await sqlRun(em, 'delete from memberships where user_id = ? and entity = ?', [former.user_id, 'acme']);
+      await sqlRun(em, sql`delete from memberships where user_id = ${former.user_id} and entity = ${'acme'}`);
     }
     annotatorIds = (await stats(server, viewer.api_key, projectId, queueId)).by_annotator.map((row) => row.annotator_user_id);
     expect(annotatorIds.sort()).toEqual([...annotators, formerAnnotator].map((who) => who.user_id).sort());

@@ -1,4 +1,4 @@
-import { revokeKey, sqlRun, unitOfWork } from '@loupe/server';
+import { revokeKey, sql, sqlRun, unitOfWork } from '@loupe/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeEachBackend } from '../harness/backends.ts';
 import { basic, client, createUser, rest, type CreatedKeyForTest } from '../harness/http.ts';
@@ -325,7 +325,7 @@ describeEachBackend('live queue event access re-check', (backend) => {
     await stream.started;
     try {
       const removedAt = Date.now();
-      await sqlRun(server.server.services.orm.em, 'delete from memberships where user_id = ? and entity = ?', [leaver.user_id, 'acme']);
+      await sqlRun(server.server.services.orm.em, sql`delete from memberships where user_id = ${leaver.user_id} and entity = ${'acme'}`);
       const refused = await stream.failure(ENDED_WITHIN_MS);
       expect(Date.now() - removedAt).toBeLessThan(ENDED_WITHIN_MS);
       expect(refused.data?.httpStatus).toBe(403);

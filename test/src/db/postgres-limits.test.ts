@@ -1,4 +1,4 @@
-import { unitOfWork, sqlRows } from '@loupe/server';
+import { sql, unitOfWork, sqlRows } from '@loupe/server';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -79,9 +79,9 @@ async function waitingBackend(client: pg.Client): Promise<number> {
     const em = unitOfWork(server.server.services.orm);
     const failure = await em
       .transactional(async (tx) => {
-        await sqlRows(tx, 'select id from calls where project_id = ? for update', [projectId]);
+        await sqlRows(tx, sql`select id from calls where project_id = ${projectId} for update`);
         await sleep(IDLE_MS * 3); // a stalled process, holding the row lock
-        await sqlRows(tx, 'select 1');
+        await sqlRows(tx, sql`select 1`);
       })
       .then(
         () => undefined,

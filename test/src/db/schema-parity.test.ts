@@ -1,4 +1,4 @@
-import { unitOfWork, openDatabase, sqlRows, sqlRun } from '@loupe/server';
+import { unitOfWork, openDatabase, sql, sqlRows, sqlRun } from '@loupe/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshDatabase, postgresAvailable, type TestDatabase } from '../harness/databases.ts';
 import { postgresSchema, shared, sqliteSchema } from '../harness/schema-facts.ts';
@@ -61,24 +61,24 @@ const NAME = 'SQLite and PostgreSQL migrations describe the same schema';
       const em = unitOfWork(orm);
       await orm.migrator.up({ to: 'Migration0005AuthFailures' });
       const hash = 'a'.repeat(64);
-      await sqlRun(em, `insert into users values ('u1', 'alice', now())`);
-      await sqlRun(em, `insert into api_keys values ('k1', 'u1', ?, now(), null)`, [hash]);
-      await sqlRun(em, `insert into entities values ('acme', now())`);
-      await sqlRun(em, `insert into memberships values ('u1', 'acme', 'member', now())`);
-      await sqlRun(em, `insert into projects values ('acme/p', 'acme', 'p', now())`);
-      await sqlRun(em, `insert into calls (project_id, id, trace_id, op_name, started_at, request_hash, created_at, created_by) values ('acme/p', 'c1', 't1', 'chat', now(), ?, now(), 'u1')`, [hash]);
-      const before = await sqlRows(em, `select k.key_hash, u.username, m.role, p.name, c.op_name, c.request_hash from api_keys k join users u on u.id = k.user_id join memberships m on m.user_id = u.id join projects p on p.entity = m.entity join calls c on c.project_id = p.id`);
+      await sqlRun(em, sql`insert into users values ('u1', 'alice', now())`);
+      await sqlRun(em, sql`insert into api_keys values ('k1', 'u1', ${hash}, now(), null)`);
+      await sqlRun(em, sql`insert into entities values ('acme', now())`);
+      await sqlRun(em, sql`insert into memberships values ('u1', 'acme', 'member', now())`);
+      await sqlRun(em, sql`insert into projects values ('acme/p', 'acme', 'p', now())`);
+      await sqlRun(em, sql`insert into calls (project_id, id, trace_id, op_name, started_at, request_hash, created_at, created_by) values ('acme/p', 'c1', 't1', 'chat', now(), ${hash}, now(), 'u1')`);
+      const before = await sqlRows(em, sql`select k.key_hash, u.username, m.role, p.name, c.op_name, c.request_hash from api_keys k join users u on u.id = k.user_id join memberships m on m.user_id = u.id join projects p on p.entity = m.entity join calls c on c.project_id = p.id`);
       expect(before).toHaveLength(1);
 
       await orm.migrator.up();
-      const after = await sqlRows(em, `select k.key_hash, u.username, m.role, p.name, c.op_name, c.request_hash from api_keys k join users u on u.id = k.user_id join memberships m on m.user_id = u.id join projects p on p.entity = m.entity join calls c on c.project_id = p.id`);
+      const after = await sqlRows(em, sql`select k.key_hash, u.username, m.role, p.name, c.op_name, c.request_hash from api_keys k join users u on u.id = k.user_id join memberships m on m.user_id = u.id join projects p on p.entity = m.entity join calls c on c.project_id = p.id`);
       expect(after).toEqual(before);
       expect(after[0]).toMatchObject({ key_hash: hash, username: 'alice', role: 'member', op_name: 'chat' });
       // A key hash is found by equality after the change of type, through its unique index.
-      expect(await sqlRows(em, `select id from api_keys where key_hash = ?`, [hash])).toEqual([{ id: 'k1' }]);
+      expect(await sqlRows(em, sql`select id from api_keys where key_hash = ${hash}`)).toEqual([{ id: 'k1' }]);
       // No length is enforced any more (SQLite never enforced one): the API's validation is the limit.
-      await sqlRun(em, `update users set username = ? where id = 'u1'`, ['b'.repeat(200)]);
-      expect(await sqlRows(em, `select length(username)::int as n from users`)).toEqual([{ n: 200 }]);
+      await sqlRun(em, sql`update users set username = ${'b'.repeat(200)} where id = 'u1'`);
+      expect(await sqlRows(em, sql`select length(username)::int as n from users`)).toEqual([{ n: 200 }]);
     } finally {
       await orm.close(true);
     }

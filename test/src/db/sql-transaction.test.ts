@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { unitOfWork, openDatabase, sqlRows, sqlRun, sqlTransaction, type Orm } from '@loupe/server';
+import { unitOfWork, openDatabase, sql, sqlRows, sqlRun, sqlTransaction, type Orm } from '@loupe/server';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeEachBackend } from '../harness/backends.ts';
 import { freshDatabase, type TestDatabase } from '../harness/databases.ts';
@@ -14,20 +14,20 @@ describeEachBackend('sqlTransaction', (backend) => {
   beforeAll(async () => {
     database = await freshDatabase(backend);
     orm = await openDatabase(database.url, 4);
-    await sqlRun(unitOfWork(orm), 'create table tx_probe (id integer primary key, label text not null)');
+    await sqlRun(unitOfWork(orm), sql`create table tx_probe (id integer primary key, label text not null)`);
   });
   afterAll(async () => {
     await orm?.close(true);
     await database?.drop();
   });
 
-  const labels = async () => (await sqlRows<{ label: string }>(unitOfWork(orm), 'select label from tx_probe order by id')).map((row) => row.label);
+  const labels = async () => (await sqlRows<{ label: string }>(unitOfWork(orm), sql`select label from tx_probe order by id`)).map((row) => row.label);
 
   it('commits every statement of the work together', async () => {
     const result = await sqlTransaction(unitOfWork(orm), async (tx) => {
-      await sqlRun(tx, 'insert into tx_probe (id, label) values (?, ?)', [1, 'one']);
-      await sqlRun(tx, 'insert into tx_probe (id, label) values (?, ?)', [2, 'two']);
-      return sqlRows<{ n: number | string }>(tx, 'select count(*) as n from tx_probe');
+      await sqlRun(tx, sql`insert into tx_probe (id, label) values (${1}, ${'one'})`);
+      await sqlRun(tx, sql`insert into tx_probe (id, label) values (${2}, ${'two'})`);
+      return sqlRows<{ n: number | string }>(tx, sql`select count(*) as n from tx_probe`);
     });
     expect(Number(result[0]!.n)).toBe(2); // the work sees its own writes
     expect(await labels()).toEqual(['one', 'two']);
@@ -37,8 +37,8 @@ describeEachBackend('sqlTransaction', (backend) => {
     const failure = new Error('refused after the write');
     await expect(
       sqlTransaction(unitOfWork(orm), async (tx) => {
-        await sqlRun(tx, 'insert into tx_probe (id, label) values (?, ?)', [3, 'three']);
-        await sqlRun(tx, 'update tx_probe set label = ? where id = ?', ['changed', 1]);
+        await sqlRun(tx, sql`insert into tx_probe (id, label) values (${3}, ${'three'})`);
+        await sqlRun(tx, sql`update tx_probe set label = ${'changed'} where id = ${1}`);
         throw failure;
       }),
     ).rejects.toBe(failure);
@@ -48,19 +48,19 @@ describeEachBackend('sqlTransaction', (backend) => {
   it('stores nothing when a statement of the work fails', async () => {
     await expect(
       sqlTransaction(unitOfWork(orm), async (tx) => {
-        await sqlRun(tx, 'insert into tx_probe (id, label) values (?, ?)', [4, 'four']);
-        await sqlRun(tx, 'insert into tx_probe (id, label) values (?, ?)', [1, 'duplicate key']);
+        await sqlRun(tx, sql`insert into tx_probe (id, label) values (${4}, ${'four'})`);
+        await sqlRun(tx, sql`insert into tx_probe (id, label) values (${1}, ${'duplicate key'})`);
       }),
     ).rejects.toThrow();
     expect(await labels()).toEqual(['one', 'two']);
     // The connection is usable afterwards: the next transaction commits.
-    await sqlTransaction(unitOfWork(orm), (tx) => sqlRun(tx, 'insert into tx_probe (id, label) values (?, ?)', [5, 'five']));
+    await sqlTransaction(unitOfWork(orm), (tx) => sqlRun(tx, sql`insert into tx_probe (id, label) values (${5}, ${'five'})`));
     expect(await labels()).toEqual(['one', 'two', 'five']);
   });
 
   it('refuses to nest, and leaves the outer transaction to end as it would have', async () => {
     const nested = sqlTransaction(unitOfWork(orm), async (tx) => {
-      await sqlRun(tx, 'insert into tx_probe (id, label) values (?, ?)', [8, 'outer']);
+      await sqlRun(tx, sql`insert into tx_probe (id, label) values (${8}, ${'outer'})`);
       return sqlTransaction(tx, async () => 'never');
     });
     // On SQLite the scope handed to the work is the held connection: its own refusal says so.
@@ -73,7 +73,7 @@ describeEachBackend('sqlTransaction', (backend) => {
     let inserted!: () => void;
     const insertedOnce = new Promise<void>((resolve) => (inserted = resolve));
     const open = sqlTransaction(unitOfWork(orm), async (tx) => {
-      await sqlRun(tx, 'insert into tx_probe (id, label) values (?, ?)', [6, 'uncommitted']);
+      await sqlRun(tx, sql`insert into tx_probe (id, label) values (${6}, ${'uncommitted'})`);
       inserted();
       await sleep(100); // other requests' work runs meanwhile
       throw new Error('rolled back');
@@ -81,8 +81,8 @@ describeEachBackend('sqlTransaction', (backend) => {
     await insertedOnce;
     // Neither sees the uncommitted row nor ends up inside the transaction that is rolled back.
     // (The read leaves out the row the write adds: on PostgreSQL the two run side by side.)
-    const outsideRead = sqlRows<{ label: string }>(unitOfWork(orm), 'select label from tx_probe where id <> 7 order by id');
-    const outsideWrite = sqlRun(unitOfWork(orm), 'insert into tx_probe (id, label) values (?, ?)', [7, 'outside']);
+    const outsideRead = sqlRows<{ label: string }>(unitOfWork(orm), sql`select label from tx_probe where id <> 7 order by id`);
+    const outsideWrite = sqlRun(unitOfWork(orm), sql`insert into tx_probe (id, label) values (${7}, ${'outside'})`);
     await expect(open).rejects.toThrow('rolled back');
     expect((await outsideRead).map((row) => row.label)).toEqual(['one', 'two', 'five']);
     expect(await outsideWrite).toBe(1);

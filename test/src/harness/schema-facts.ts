@@ -1,4 +1,4 @@
-import { sqlRows, type Em, type Orm } from '@loupe/server';
+import { sql, sqlRows, type Em, type Orm } from '@loupe/server';
 
 // A database schema reduced to one line per fact (a column with its kind and nullability, a
 // primary key, an index), so that two descriptions of one schema can be compared line by line:
@@ -92,11 +92,11 @@ export async function sqliteSchema(em: Em): Promise<string[]> {
   const lines: string[] = [];
   const tables = await sqlRows<{ name: string }>(
     em,
-    `select name from pragma_table_list where schema = 'main' and type = 'table' and name not like 'sqlite_%' and name <> '${BOOKKEEPING}'`,
+    sql`select name from pragma_table_list where schema = 'main' and type = 'table' and name not like 'sqlite_%' and name <> ${BOOKKEEPING}`,
   );
   const indexes: Index[] = [];
   for (const { name: table } of tables) {
-    const columns = await sqlRows<{ name: string; type: string; notnull: number; pk: number }>(em, `select name, type, "notnull", pk from pragma_table_info('${table}')`);
+    const columns = await sqlRows<{ name: string; type: string; notnull: number; pk: number }>(em, sql`select name, type, "notnull", pk from pragma_table_info(${table})`);
     for (const column of columns) {
       // A SQLite primary key that is not an INTEGER one still takes NULL unless declared not
       // null (a documented SQLite quirk), but every row is written by the ORM with its key, so
@@ -106,10 +106,10 @@ export async function sqliteSchema(em: Em): Promise<string[]> {
     }
     const key = columns.filter((column) => column.pk > 0).sort((a, b) => a.pk - b.pk);
     if (key.length > 0) lines.push(`${table} primary key (${key.map((column) => column.name).join(', ')})`);
-    const list = await sqlRows<{ name: string; unique: number; origin: string; partial: number }>(em, `select name, "unique", origin, partial from pragma_index_list('${table}')`);
+    const list = await sqlRows<{ name: string; unique: number; origin: string; partial: number }>(em, sql`select name, "unique", origin, partial from pragma_index_list(${table})`);
     for (const index of list) {
-      const columnsOf = await sqlRows<{ name: string }>(em, `select name from pragma_index_info('${index.name}') order by seqno`);
-      const [definition] = await sqlRows<{ sql: string | null }>(em, `select sql from sqlite_master where type = 'index' and name = '${index.name}'`);
+      const columnsOf = await sqlRows<{ name: string }>(em, sql`select name from pragma_index_info(${index.name}) order by seqno`);
+      const [definition] = await sqlRows<{ sql: string | null }>(em, sql`select sql from sqlite_master where type = 'index' and name = ${index.name}`);
       indexes.push({
         table,
         name: index.name,
@@ -128,10 +128,10 @@ export async function postgresSchema(em: Em): Promise<string[]> {
   const lines: string[] = [];
   const columns = await sqlRows<{ table_name: string; column_name: string; data_type: string; character_maximum_length: number | null; is_nullable: string }>(
     em,
-    `select c.table_name, c.column_name, c.data_type, c.character_maximum_length, c.is_nullable
+    sql`select c.table_name, c.column_name, c.data_type, c.character_maximum_length, c.is_nullable
        from information_schema.columns c
        join information_schema.tables t on t.table_schema = c.table_schema and t.table_name = c.table_name
-      where c.table_schema = current_schema() and t.table_type = 'BASE TABLE' and c.table_name <> '${BOOKKEEPING}'`,
+      where c.table_schema = current_schema() and t.table_type = 'BASE TABLE' and c.table_name <> ${BOOKKEEPING}`,
   );
   for (const column of columns) {
     const nullable = column.is_nullable === 'YES';
@@ -139,7 +139,7 @@ export async function postgresSchema(em: Em): Promise<string[]> {
   }
   const indexes = await sqlRows<Index>(
     em,
-    `select t.relname as "table", i.relname as name, x.indisunique as "unique", x.indisprimary as "primary",
+    sql`select t.relname as "table", i.relname as name, x.indisunique as "unique", x.indisprimary as "primary",
             exists (select 1 from pg_constraint k where k.conindid = x.indexrelid and k.contype = 'u') as "constraint",
             coalesce(pg_get_expr(x.indpred, x.indrelid), '') as "where",
             array(select a.attname::text from unnest(x.indkey::int2[]) with ordinality as k(attnum, n)
@@ -147,7 +147,7 @@ export async function postgresSchema(em: Em): Promise<string[]> {
        from pg_index x
        join pg_class i on i.oid = x.indexrelid
        join pg_class t on t.oid = x.indrelid
-      where t.relnamespace = current_schema()::regnamespace and t.relname <> '${BOOKKEEPING}'`,
+      where t.relnamespace = current_schema()::regnamespace and t.relname <> ${BOOKKEEPING}`,
   );
   for (const index of indexes) {
     if (index.primary) lines.push(`${index.table} primary key (${index.columns.join(', ')})`);

@@ -42,4 +42,17 @@ describe('the sql template', () => {
     expect(() => sql.list([])).toThrow(/at least one/);
     expect(() => sql.join([], ' and ')).toThrow(/at least one/);
   });
+
+  it('composes statements nested several deep, raw text and empty statements among them', () => {
+    const size = (column: string) => sql`coalesce(octet_length(${sql`${sql.raw(column)}`}), 0)`;
+    const lock = sql``;
+    const statement = sql`select ${sql.join([size('a'), size('b')], ' + ')} as bytes from t where (${sql.raw('x, y')}) > (${sql.list([1, 2])}) and z = ${'z'}${lock}`;
+    expect(statement.text('postgresql')).toBe('select coalesce(octet_length(a), 0) + coalesce(octet_length(b), 0) as bytes from t where (x, y) > ($1, $2) and z = $3');
+    expect(statement.params).toEqual([1, 2, 'z']);
+  });
+
+  it('refuses to become text in a plain template string, where its parameters would be lost', () => {
+    const condition = sql`id = ${'c1'}`;
+    expect(() => `select id from calls where ${condition as unknown as string}`).toThrow(/sql`/);
+  });
 });
