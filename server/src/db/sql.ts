@@ -40,6 +40,14 @@ function compile(db: SqlScope, sql: string, params: readonly unknown[]): Compile
   return CompiledQuery.raw(text, params as unknown[]);
 }
 
+/**
+ * @deprecated A term in the `?` text form, from a helper not converted yet (a keyset bound, the
+ * queue lock term), as a statement to compose into the `sql` template. Goes with the text form.
+ */
+export function statementOfText(term: { sql: string; params: readonly unknown[] }): Statement {
+  return new Statement(term.sql.split('?'), term.params);
+}
+
 /** Runs a query and returns its rows. */
 export async function sqlRows<T = Record<string, unknown>>(db: SqlScope, statement: Statement): Promise<T[]>;
 /** @deprecated `?` text with its parameters: being replaced by the `sql` template (statement.ts). */

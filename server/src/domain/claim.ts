@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { AnnotationQueueItem } from '@loupe/shared';
 import type { AuthUser } from './auth-user.ts';
-import { lockClause, onPostgres, sqlDate, sqlRows, type SqlScope } from '../db/sql.ts';
+import { lockClause, onPostgres, sqlDate, sqlRows, statementOfText, type SqlScope } from '../db/sql.ts';
+import { sql, type Statement } from '../db/statement.ts';
 import { publishingTransaction, queueEvent, type QueueEventPublisher } from './queue-events.ts';
 import { isTransactionConflict } from '../db/unavailable.ts';
 import { requireProjectAccess } from './access.ts';
@@ -9,8 +10,8 @@ import { liveQueue, queueWriteLockTerm } from './annotation-queues.ts';
 import { recordProgress } from './progress.ts';
 import { ITEM_COLUMNS, toItemDto, type ItemRow } from './queue-items.ts';
 
-/** Progress that occupies a slot of an item: finished work, or a lease that has not expired. */
-const OCCUPYING = `(p.state in ('completed', 'skipped') or (p.state = 'in_progress' and p.lease_expires_at > ?))`;
+/** Progress `p` that occupies a slot of an item at `at`: finished work, or a lease that has not expired. */
+const occupying = (at: unknown): Statement => sql`(p.state in ('completed', 'skipped') or (p.state = 'in_progress' and p.lease_expires_at > ${at}))`;
 /** Attempts of a claim whose transaction PostgreSQL aborted for a deadlock or a serialization failure. */
 const CONFLICT_ATTEMPTS = 4;
 
@@ -49,21 +50,18 @@ async function claimOnce(db: SqlScope, user: AuthUser, projectId: string, queueI
     // and one claim at a time per (queue, annotator), so that a second concurrent claim of the same
     // annotator finds the first one's item below instead of taking another.
     if (onPostgres(tx)) {
-      const queueLock = queueWriteLockTerm(tx, queueId);
-      await sqlRows(tx, `select pg_advisory_xact_lock(hashtextextended(?, 0))${queueLock.sql}`, [`claim ${queueId} ${user.id}`, ...queueLock.params]);
+      const queueLock = statementOfText(queueWriteLockTerm(tx, queueId));
+      await sqlRows(tx, sql`select pg_advisory_xact_lock(hashtextextended(${`claim ${queueId} ${user.id}`}, 0))${queueLock}`);
     }
     // Read after the locks: a queue deleted meanwhile is a 404.
     const queue = await liveQueue(tx, projectId, queueId);
     const now = new Date();
     const at = sqlDate(tx, now);
-    const [own] = await sqlRows<ItemRow>(tx,
-      `select ${ITEM_COLUMNS} from annotation_item_progress p
+    const [own] = await sqlRows<ItemRow>(tx, sql`select ${sql.raw(ITEM_COLUMNS)} from annotation_item_progress p
          join annotation_queue_items i on i.id = p.item_id
-        where p.queue_id = ? and p.annotator_user_id = ? and p.state = 'in_progress' and p.lease_expires_at > ?
+        where p.queue_id = ${queueId} and p.annotator_user_id = ${user.id} and p.state = 'in_progress' and p.lease_expires_at > ${at}
           and i.deleted_at is null
-        order by i.created_at, i.id limit 1`,
-      [queueId, user.id, at],
-    );
+        order by i.created_at, i.id limit 1`);
     if (own) return toItemDto(own);
 
     // Items found full once locked (filled by claims that committed meanwhile) are passed over, and
@@ -72,28 +70,24 @@ async function claimOnce(db: SqlScope, user: AuthUser, projectId: string, queueI
     // claimable item waited behind more filled ones than that.)
     const passedOver: string[] = [];
     for (;;) {
-      const exclude = passedOver.length ? ` and i.id not in (${passedOver.map(() => '?').join(', ')})` : '';
+      const exclude = passedOver.length ? sql` and i.id not in (${sql.list(passedOver)})` : sql``;
       const pick = (lock: string) =>
-        sqlRows<ItemRow>(tx,
-          `select ${ITEM_COLUMNS} from annotation_queue_items i
-            where i.queue_id = ? and i.deleted_at is null${exclude}
-              and not exists (select 1 from annotation_item_progress p where p.item_id = i.id and p.annotator_user_id = ?)
-              and (select count(*) from annotation_item_progress p where p.item_id = i.id and ${OCCUPYING}) < ?
+        sqlRows<ItemRow>(tx, sql`select ${sql.raw(ITEM_COLUMNS)} from annotation_queue_items i
+            where i.queue_id = ${queueId} and i.deleted_at is null${exclude}
+              and not exists (select 1 from annotation_item_progress p where p.item_id = i.id and p.annotator_user_id = ${user.id})
+              and (select count(*) from annotation_item_progress p where p.item_id = i.id and ${occupying(at)}) < ${queue.annotationsPerItem}
             order by i.created_at, i.id
-            limit 1${lockClause(tx, lock)}`,
-          [queueId, ...passedOver, user.id, at, queue.annotationsPerItem],
-        );
+            limit 1${sql.raw(lockClause(tx, lock))}`);
       let [candidate] = await pick('for update of i skip locked');
       // SKIP LOCKED also passes over items that other claims hold right now, and with
       // annotations_per_item above 1 such an item may still have a free slot once they commit.
       // Before answering "nothing left", wait for those claims (the recount below decides).
       if (!candidate && onPostgres(tx)) [candidate] = await pick('for update of i');
       if (!candidate) return null;
-      const [{ taken }] = (await sqlRows<{ taken: number | string }>(tx,
-        `select count(*) as taken from annotation_item_progress p where p.item_id = ? and ${OCCUPYING}`,
-        [candidate.id, at],
-      )) as [{ taken: number | string }];
-      if (Number(taken) >= queue.annotationsPerItem) {
+      // count(*) is a bigint: a number on SQLite, a string from PostgreSQL's driver.
+      const [slots] = await sqlRows<{ taken: number | string }>(tx,
+        sql`select count(*) as taken from annotation_item_progress p where p.item_id = ${candidate.id} and ${occupying(at)}`);
+      if (Number(slots!.taken) >= queue.annotationsPerItem) {
         passedOver.push(candidate.id);
         continue;
       }

@@ -9,15 +9,16 @@ import {
   jsonAsText,
   jsonFromSql,
   onPostgres,
-  placeholders,
   sqlDate,
   sqliteArrays,
   sqlRows,
   sqlRun,
   sqlTransaction,
+  statementOfText,
   storedBytes,
   type SqlScope,
 } from '../db/sql.ts';
+import { sql, type Statement } from '../db/statement.ts';
 import { ensureProject, requireProjectAccess } from './access.ts';
 import { conflict, DomainError, invalid, notFound } from './errors.ts';
 import { lockQueuesForWrite } from './annotation-queues.ts';
@@ -46,7 +47,6 @@ const COLUMNS = [
   'created_at',
   'request_hash',
 ] as const;
-const ROW_PLACEHOLDERS = `(${placeholders(COLUMNS.length)})`;
 
 type Prepared = {
   key: string;
@@ -150,30 +150,35 @@ function rowFields(p: Prepared): Record<keyof typeof ROW_COLUMN_TYPES, unknown> 
   };
 }
 
-const ON_CONFLICT = 'on conflict (project_id, id) do nothing returning project_id, id';
+const COLUMN_LIST = sql.raw(COLUMNS.join(', '));
+const ON_CONFLICT = sql.raw('on conflict (project_id, id) do nothing returning project_id, id');
+
+/** jsonb_to_recordset's select list and record type: the row's own columns, the caller and the time from parameters. */
+const PG_SELECTED = (userId: string, at: unknown) =>
+  sql.join(COLUMNS.map((c) => (c === 'svc_user_id' ? sql`${userId}::text` : c === 'created_at' ? sql`${at}::timestamptz` : sql`${sql.raw(`r.${c}`)}`)), ', ');
+const PG_RECORD = sql.raw(Object.entries(ROW_COLUMN_TYPES).map(([c, type]) => `${c} ${type}`).join(', '));
 
 /**
+ * The insert of a chunk of rows.
+ *
  * PostgreSQL reads a chunk as one JSON document of the rows' own columns (jsonb_to_recordset), with
  * the caller and the time, the same for every row, as two more parameters: a short statement
  * whatever the chunk size, and the driver sends one string instead of quoting each value of
  * fourteen arrays (that serialisation was a tenth of the server's CPU at batch 1,000).
+ *
+ * SQLite gets a multi-row VALUES statement, prepared once per chunk size and cached.
  */
-const PG_INSERT = `insert into feedback (${COLUMNS.join(', ')})
-  select ${COLUMNS.map((c) => (c === 'svc_user_id' ? '?::text' : c === 'created_at' ? '?::timestamptz' : `r.${c}`)).join(', ')}
-    from jsonb_to_recordset(?::jsonb) as r(${Object.entries(ROW_COLUMN_TYPES).map(([c, type]) => `${c} ${type}`).join(', ')})
-  ${ON_CONFLICT}`;
-
-/**
- * The insert of a chunk of rows. SQLite gets a multi-row VALUES statement, prepared once per
- * chunk size and cached.
- */
-function insertStatement(em: Em, chunk: readonly Prepared[], userId: string, at: unknown): [string, unknown[]] {
-  if (onPostgres(em)) return [PG_INSERT, [userId, at, JSON.stringify(chunk.map(rowFields))]];
-  const values = chunk.flatMap((p) => {
-    const row = rowFields(p);
-    return COLUMNS.map((c) => (c === 'svc_user_id' ? userId : c === 'created_at' ? at : c === 'payload' ? JSON.stringify(row.payload) : row[c]));
+function insertStatement(em: Em, chunk: readonly Prepared[], userId: string, at: unknown): Statement {
+  if (onPostgres(em)) {
+    return sql`insert into feedback (${COLUMN_LIST}) select ${PG_SELECTED(userId, at)}
+      from jsonb_to_recordset(${JSON.stringify(chunk.map(rowFields))}::jsonb) as r(${PG_RECORD}) ${ON_CONFLICT}`;
+  }
+  const rows = chunk.map((p) => {
+    const e = p.element;
+    return sql`(${p.projectId}, ${p.id}, ${e.svc_ref}, ${e.feedback_type}, ${JSON.stringify(p.payload)}, ${e.creator ?? null}, ${e.annotation_ref ?? null},
+      ${e.runnable_ref ?? null}, ${e.call_ref ?? null}, ${e.trigger_ref ?? null}, ${p.queueId}, ${userId}, ${at}, ${p.hash})`;
   });
-  return [`insert into feedback (${COLUMNS.join(', ')}) values ${chunk.map(() => ROW_PLACEHOLDERS).join(', ')} ${ON_CONFLICT}`, values];
+  return sql`insert into feedback (${COLUMN_LIST}) values ${sql.join(rows, ', ')} ${ON_CONFLICT}`;
 }
 
 /**
@@ -190,9 +195,7 @@ async function recheckQueues(tx: Em, prepared: readonly Prepared[], where: Where
   for (let i = 0; i < queueIds.length; i += CHUNK) {
     const chunk = queueIds.slice(i, i + CHUNK);
     const rows = await sqlRows<{ id: string; project_id: string }>(tx,
-      `select id, project_id from annotation_queues where deleted_at is null and id in (${placeholders(chunk.length)})`,
-      chunk,
-    );
+      sql`select id, project_id from annotation_queues where deleted_at is null and id in (${sql.list(chunk)})`);
     for (const row of rows) live.add(`${row.project_id}\u0000${row.id}`);
   }
   const gone = named.find((p) => !live.has(`${p.projectId}\u0000${p.queueId}`));
@@ -216,7 +219,7 @@ async function store(em: Em, user: AuthUser, prepared: readonly Prepared[], now:
     const at = sqlDate(tx, now);
     return insertThenCompare(unique, CHUNK, {
       async insert(chunk) {
-        const inserted = await sqlRows<{ id: string; project_id: string }>(tx, ...insertStatement(tx, chunk, user.id, at));
+        const inserted = await sqlRows<{ id: string; project_id: string }>(tx, insertStatement(tx, chunk, user.id, at));
         return new Set(inserted.map((row) => `${row.project_id}\u0000${row.id}`));
       },
       async readStored(chunk) {
@@ -225,11 +228,8 @@ async function store(em: Em, user: AuthUser, prepared: readonly Prepared[], now:
         for (const p of chunk) byProject.set(p.projectId, [...(byProject.get(p.projectId) ?? []), p.id]);
         const stored = new Map<string, StoredResult & { hash: string }>();
         for (const [projectId, ids] of byProject) {
-          const rows = await sqlRows<StoredResult>(tx,
-            `select id, project_id, request_hash, created_at, svc_user_id, payload from feedback
-              where project_id = ? and id in (${ids.map(() => '?').join(', ')})`,
-            [projectId, ...ids],
-          );
+          const rows = await sqlRows<StoredResult>(tx, sql`select id, project_id, request_hash, created_at, svc_user_id, payload from feedback
+            where project_id = ${projectId} and id in (${sql.list(ids)})`);
           for (const row of rows) stored.set(`${row.project_id}\u0000${row.id}`, { ...row, hash: row.request_hash });
         }
         return stored;
@@ -278,7 +278,7 @@ export async function replaceFeedback(
 ): Promise<FeedbackCreateRes> {
   const prepared = await prepare(em, user, [element], maxPayloadBytes, single);
   return em.transactional(async (tx) => {
-    const removed = await sqlRun(tx, 'delete from feedback where project_id = ? and id = ?', [element.project_id, feedbackId.toLowerCase()]);
+    const removed = await sqlRun(tx, sql`delete from feedback where project_id = ${element.project_id} and id = ${feedbackId.toLowerCase()}`);
     if (!removed) throw notFound(`Feedback "${feedbackId}" does not exist in project ${element.project_id}.`);
     const [result] = await store(tx, user, prepared, new Date(), single);
     return result!;
@@ -293,7 +293,7 @@ export async function purgeFeedback(db: SqlScope, user: AuthUser, projectId: str
   await sqlTransaction(db, async (tx) => {
     for (let i = 0; i < unique.length; i += CHUNK) {
       const chunk = unique.slice(i, i + CHUNK);
-      deleted += await sqlRun(tx, `delete from feedback where project_id = ? and id in (${placeholders(chunk.length)})`, [projectId, ...chunk]);
+      deleted += await sqlRun(tx, sql`delete from feedback where project_id = ${projectId} and id in (${sql.list(chunk)})`);
     }
   });
   return deleted;
@@ -307,29 +307,42 @@ const SORT_KEYS = {
   creator: { column: 'creator', field: 'creator', type: 'text', nullable: true },
 } as const satisfies Record<string, Omit<KeysetKey, 'direction'>>;
 
+/** `column in (…)` when values are given (an empty list matches nothing); `column` is one of this file's. */
+function inList(column: string, values: readonly unknown[] | undefined): Statement | undefined {
+  if (values === undefined) return undefined;
+  return values.length ? sql`${sql.raw(column)} in (${sql.list(values)})` : sql`1 = 0`;
+}
+
+/** `column = value` when a value is given. */
+function equals(column: string, value: unknown): Statement | undefined {
+  return value === undefined ? undefined : sql`${sql.raw(column)} = ${value}`;
+}
+
 export async function queryFeedback(db: SqlScope, user: AuthUser, req: FeedbackQueryReq, page: Page): Promise<CursorPage<Feedback>> {
   requireProjectAccess(user, req.project_id, 'read');
-  const where = new Conditions();
-  where.add('project_id = ?', req.project_id);
   const f = req.filter ?? {};
-  where.inList('id', f.ids?.map((id) => id.toLowerCase()));
-  where.inList('svc_ref', f.svc_refs);
-  where.inList('feedback_type', f.feedback_types);
-  where.equals('queue_id', f.queue_id);
-  where.equals('call_ref', f.call_ref);
-  where.equals('creator', f.creator);
-  where.equals('svc_user_id', f.svc_user_id);
-  if (f.created_after) where.add('created_at >= ?', sqlDate(db, new Date(f.created_after)));
-  if (f.created_before) where.add('created_at < ?', sqlDate(db, new Date(f.created_before)));
+  const conditions = [
+    sql`project_id = ${req.project_id}`,
+    inList('id', f.ids?.map((id) => id.toLowerCase())),
+    inList('svc_ref', f.svc_refs),
+    inList('feedback_type', f.feedback_types),
+    equals('queue_id', f.queue_id),
+    equals('call_ref', f.call_ref),
+    equals('creator', f.creator),
+    equals('svc_user_id', f.svc_user_id),
+    f.created_after ? sql`created_at >= ${sqlDate(db, new Date(f.created_after))}` : undefined,
+    f.created_before ? sql`created_at < ${sqlDate(db, new Date(f.created_before))}` : undefined,
+  ].filter((condition) => condition !== undefined);
   const keys: KeysetKey[] = [
     ...(req.sort_by ?? [{ field: 'created_at', direction: 'asc' } as const]).map((s) => ({ ...SORT_KEYS[s.field], direction: s.direction })),
     { column: 'id', field: 'id', type: 'text', direction: 'asc' },
   ];
   const fingerprint = queryFingerprint({ of: 'feedback', project_id: req.project_id, filter: f, keys }, page.seal);
-  if (page.cursor !== undefined) {
-    const bound = keyset(keys, decodeCursor(db, page.cursor, fingerprint, keys).values, 'after');
-    where.add(bound.sql, ...bound.params);
-  }
+  if (page.cursor !== undefined) conditions.push(statementOfText(keyset(keys, decodeCursor(db, page.cursor, fingerprint, keys).values, 'after')));
+  // budgetedPage takes its filter in the `?` text form until answer-budget.ts takes statements.
+  const filter = sql.join(conditions, ' and ');
+  const where = new Conditions();
+  where.add(filter.text('sqlite'), ...filter.params);
   const order = `order by ${orderSql(keys)}`;
   const read = await budgetedPage(
     {
@@ -348,13 +361,15 @@ export async function queryFeedback(db: SqlScope, user: AuthUser, req: FeedbackQ
     },
     {
       async rows(ids): Promise<StoredRecord[]> {
-        const selected = `select ${SELECTED.map((column) => (column === 'payload' ? `${jsonAsText(db, column)} as payload` : column)).join(', ')}
-          from feedback where project_id = ? and id in (${placeholders(ids.length)})`;
-        const params = [req.project_id, ...ids];
+        const selected = sql`select ${selectList(db)} from feedback where project_id = ${req.project_id} and id in (${sql.list(ids)})`;
         if (onPostgres(db)) {
-          return (await sqlRows<Record<string, unknown>>(db, selected, params)).map((row) => ({ id: row.id as string, payload: row.payload as string, dto: () => toFeedbackDto(row) }));
+          return (await sqlRows<StoredFeedbackRow>(db, selected)).map((row) => ({ id: row.id, payload: row.payload, dto: () => feedbackOf((field) => row[field]) }));
         }
-        return (await sqliteArrays(db, selected, params)).map((values) => ({ id: values[0] as string, payload: values[4] as string, dto: () => feedbackOfValues(values) }));
+        return (await sqliteArrays(db, selected)).map((values) => ({
+          id: String(values[ID_AT]),
+          payload: String(values[PAYLOAD_AT]),
+          dto: () => feedbackOf((_, index) => values[index]),
+        }));
       },
       id: (record) => record.id,
       density: (record) => jsonDensity(record.payload),
@@ -376,45 +391,52 @@ const FEEDBACK_FRAME_BYTES = 240;
 /** A record as read, its payload still JSON text: weighed before it is parsed. */
 type StoredRecord = { id: string; payload: string; dto: () => Feedback };
 
-/** What a feedback query selects, in the response's field order. */
-const SELECTED = [
-  'id', 'project_id', 'svc_ref', 'feedback_type', 'payload', 'creator', 'annotation_ref', 'runnable_ref', 'call_ref', 'trigger_ref',
-  'queue_id', 'svc_user_id', 'created_at',
-] as const;
+// How a stored value becomes a field of a record: SQLite gives text and epoch milliseconds, PostgreSQL
+// text and Date objects; the payload is read as JSON text on both (jsonAsText).
+const text = (value: unknown): string => String(value);
+const textOrNull = (value: unknown): string | null => (value === null ? null : String(value));
+const jsonObject = (value: unknown): Record<string, unknown> => JSON.parse(String(value));
+const iso = (value: unknown): string => isoFromSql(value);
 
-/** A stored record from its SELECTED values as SQLite returns them (JSON text, epoch milliseconds). */
-function feedbackOfValues(values: unknown[]): Feedback {
-  return {
-    id: values[0] as string,
-    project_id: values[1] as string,
-    svc_ref: values[2] as string,
-    feedback_type: values[3] as string,
-    payload: JSON.parse(values[4] as string) as Record<string, unknown>,
-    creator: values[5] as string | null,
-    annotation_ref: values[6] as string | null,
-    runnable_ref: values[7] as string | null,
-    call_ref: values[8] as string | null,
-    trigger_ref: values[9] as string | null,
-    queue_id: values[10] as string | null,
-    svc_user_id: values[11] as string,
-    created_at: new Date(values[12] as number).toISOString(),
-  };
+/**
+ * What a feedback query reads, in the response's field order, each column with how its stored
+ * value becomes the field. Both the select list and the record are made from it, so a row read by
+ * position (SQLite's arrays) cannot drift from the columns asked for.
+ */
+const READ = {
+  id: text,
+  project_id: text,
+  svc_ref: text,
+  feedback_type: text,
+  payload: jsonObject,
+  creator: textOrNull,
+  annotation_ref: textOrNull,
+  runnable_ref: textOrNull,
+  call_ref: textOrNull,
+  trigger_ref: textOrNull,
+  queue_id: textOrNull,
+  svc_user_id: text,
+  created_at: iso,
+} as const satisfies { [F in keyof Feedback]-?: (value: unknown) => Feedback[F] };
+
+type ReadField = keyof typeof READ;
+const READ_FIELDS = Object.keys(READ) as ReadField[];
+const READ_DECODERS = READ_FIELDS.map((field) => READ[field]);
+const ID_AT = READ_FIELDS.indexOf('id');
+const PAYLOAD_AT = READ_FIELDS.indexOf('payload');
+
+/** A record as PostgreSQL's driver returns READ's columns: the payload as JSON text, created_at a Date. */
+type StoredFeedbackRow = { [F in ReadField]: F extends 'payload' | 'id' ? string : unknown };
+
+/** READ's select list, the payload as JSON text. */
+function selectList(db: SqlScope) {
+  return sql.raw(READ_FIELDS.map((field) => (field === 'payload' ? `${jsonAsText(db, field)} as payload` : field)).join(', '));
 }
 
-function toFeedbackDto(row: Record<string, unknown>): Feedback {
-  return {
-    id: row.id as string,
-    project_id: row.project_id as string,
-    svc_ref: row.svc_ref as string,
-    feedback_type: row.feedback_type as string,
-    payload: jsonFromSql<Record<string, unknown>>(row.payload),
-    creator: (row.creator as string | null) ?? null,
-    annotation_ref: (row.annotation_ref as string | null) ?? null,
-    runnable_ref: (row.runnable_ref as string | null) ?? null,
-    call_ref: (row.call_ref as string | null) ?? null,
-    trigger_ref: (row.trigger_ref as string | null) ?? null,
-    queue_id: (row.queue_id as string | null) ?? null,
-    svc_user_id: row.svc_user_id as string,
-    created_at: isoFromSql(row.created_at),
-  };
+/** A record from READ's columns, `valueOf` giving each column's stored value (by name or position). */
+function feedbackOf(valueOf: (field: ReadField, index: number) => unknown): Feedback {
+  const record: Partial<Record<ReadField, unknown>> = {};
+  for (let index = 0; index < READ_FIELDS.length; index++) record[READ_FIELDS[index]!] = READ_DECODERS[index]!(valueOf(READ_FIELDS[index]!, index));
+  // Every field of Feedback is set: READ has a decoder of the field's type for each (its `satisfies`).
+  return record as Feedback;
 }

@@ -1,10 +1,11 @@
 import type { AnnotationQueueItem, AnnotationQueueItemProgressReq, ProgressState } from '@loupe/shared';
 import type { AuthUser } from './auth-user.ts';
 import { sqlDate, sqlRows, sqlRun, type SqlScope } from '../db/sql.ts';
+import { sql } from '../db/statement.ts';
 import { publishingTransaction, queueEvent, type QueueEventPublisher } from './queue-events.ts';
 import { requireProjectAccess } from './access.ts';
 import { invalid, notFound } from './errors.ts';
-import { liveItem, QUEUE_IS_LIVE, toItemDto } from './queue-items.ts';
+import { liveItem, toItemDto } from './queue-items.ts';
 import { decideTransition } from './transitions.ts';
 
 /**
@@ -25,28 +26,20 @@ export async function recordProgress(
   // in_progress holds a lease (it counts against annotations_per_item until it expires).
   const lease = state === 'in_progress' ? sqlDate(db, new Date(now.getTime() + leaseSeconds * 1000)) : null;
   if (action === 'insert') {
-    await sqlRun(
-      db,
-      `insert into annotation_item_progress (item_id, annotator_user_id, queue_id, state, lease_expires_at, created_at, updated_at)
-       values (?, ?, ?, ?, ?, ?, ?)`,
-      [item.id, annotatorId, item.queue_id, state, lease, at, at],
-    );
+    await sqlRun(db, sql`insert into annotation_item_progress (item_id, annotator_user_id, queue_id, state, lease_expires_at, created_at, updated_at)
+      values (${item.id}, ${annotatorId}, ${item.queue_id}, ${state}, ${lease}, ${at}, ${at})`);
   } else {
-    await sqlRun(
-      db,
-      'update annotation_item_progress set state = ?, lease_expires_at = ?, updated_at = ? where item_id = ? and annotator_user_id = ?',
-      [state, lease, at, item.id, annotatorId],
-    );
+    await sqlRun(db, sql`update annotation_item_progress set state = ${state}, lease_expires_at = ${lease}, updated_at = ${at}
+      where item_id = ${item.id} and annotator_user_id = ${annotatorId}`);
   }
   // The shown state is the most recently updated record's; the item's own updated_at stays.
-  const shown = await sqlRun(
-    db,
-    `update annotation_queue_items set state = ?, state_annotator_user_id = ?, state_updated_at = ?
-      where id = ? and (state_updated_at is null or state_updated_at <= ?)`,
-    [state, annotatorId, at, item.id, at],
-  );
+  const shown = await sqlRun(db, sql`update annotation_queue_items set state = ${state}, state_annotator_user_id = ${annotatorId}, state_updated_at = ${at}
+    where id = ${item.id} and (state_updated_at is null or state_updated_at <= ${at})`);
   return shown === 1;
 }
+
+/** The caller's progress record's state, and whether the queue is live. */
+type CallerState = { state: ProgressState | null; live: 0 | 1 };
 
 /** The interface document's progress operation (contract 4.1). */
 export async function updateProgress(
@@ -59,13 +52,12 @@ export async function updateProgress(
   return publishingTransaction(db, events, async (tx, record) => {
     const item = await liveItem(tx, req.project_id, req.queue_id, req.item_id, true);
     // With the item's lock and the queue's held: this caller's record, and whether the queue is
-    // still live (a delete that came meanwhile is seen by this later statement).
-    const [current] = (await sqlRows<{ state: ProgressState | null; live: unknown }>(tx,
-      `select (select p.state from annotation_item_progress p where p.item_id = ? and p.annotator_user_id = ?) as state,
-              case when ${QUEUE_IS_LIVE} then 1 else 0 end as live`,
-      [req.item_id, user.id, req.queue_id],
-    )) as [{ state: ProgressState | null; live: unknown }];
-    if (!Number(current.live)) throw notFound(`Annotation queue "${req.queue_id}" does not exist in project ${req.project_id}.`);
+    // still live (a delete that came meanwhile is seen by this later statement; the test of
+    // queue-items.ts's QUEUE_IS_LIVE).
+    const [current] = await sqlRows<CallerState>(tx, sql`select
+        (select p.state from annotation_item_progress p where p.item_id = ${req.item_id} and p.annotator_user_id = ${user.id}) as state,
+        case when exists (select 1 from annotation_queues q where q.id = ${req.queue_id} and q.deleted_at is null) then 1 else 0 end as live`);
+    if (current?.live !== 1) throw notFound(`Annotation queue "${req.queue_id}" does not exist in project ${req.project_id}.`);
     const decision = decideTransition(current.state ?? null, req.annotation_state);
     if (decision.action === 'reject') throw invalid(decision.reason);
     if (decision.action === 'none') return toItemDto(item);
