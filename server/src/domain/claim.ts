@@ -84,12 +84,16 @@ async function claimOnce(db: SqlScope, user: AuthUser, projectId: string, queueI
       // Before answering "nothing left", wait for those claims (the recount below decides).
       if (!candidate && onPostgres(tx)) [candidate] = await pick('for update of i');
       if (!candidate) return null;
-      // count(*) is a bigint: a number on SQLite, a string from PostgreSQL's driver.
-      const [slots] = await sqlRows<{ taken: number | string }>(tx,
-        sql`select count(*) as taken from annotation_item_progress p where p.item_id = ${candidate.id} and ${occupying(at)}`);
-      if (Number(slots!.taken) >= queue.annotationsPerItem) {
-        passedOver.push(candidate.id);
-        continue;
+      // The slots counted again once the item is locked (PostgreSQL; count(*) is a bigint, which its
+      // driver gives as a string). On SQLite the pick's own count is this one: its transaction runs
+      // alone, at the same `at`.
+      if (onPostgres(tx)) {
+        const [slots] = await sqlRows<{ taken: string }>(tx,
+          sql`select count(*) as taken from annotation_item_progress p where p.item_id = ${candidate.id} and ${occupying(at)}`);
+        if (Number(slots!.taken) >= queue.annotationsPerItem) {
+          passedOver.push(candidate.id);
+          continue;
+        }
       }
       await recordProgress(tx, candidate, user.id, 'in_progress', 'insert', queue.leaseSeconds, now);
       record(queueEvent('progress', projectId, queueId, candidate.id));
