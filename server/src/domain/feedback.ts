@@ -181,8 +181,8 @@ const PG_RECORD = sql.raw(Object.entries(ROW_COLUMN_TYPES).map(([c, type]) => `$
  *
  * SQLite gets a multi-row VALUES statement, prepared once per chunk size and cached.
  */
-function insertStatement(em: Em, chunk: readonly Prepared[], userId: string, at: unknown, kind: InsertKind): Statement {
-  if (onPostgres(em)) {
+function insertStatement(db: SqlScope, chunk: readonly Prepared[], userId: string, at: unknown, kind: InsertKind): Statement {
+  if (onPostgres(db)) {
     return sql`insert into feedback (${COLUMN_LIST}) select ${PG_SELECTED(userId, at)}
       from jsonb_to_recordset(${JSON.stringify(chunk.map(rowFields))}::jsonb) as r(${PG_RECORD})${sql.raw(insertEnd(kind))}`;
   }
@@ -203,7 +203,7 @@ function insertStatement(em: Em, chunk: readonly Prepared[], userId: string, at:
  * locks (see annotation-queues.ts): one deleted since validation fails the batch like a queue
  * that never existed.
  */
-async function recheckQueues(tx: Em, prepared: readonly Prepared[], where: Where): Promise<void> {
+async function recheckQueues(tx: SqlScope, prepared: readonly Prepared[], where: Where): Promise<void> {
   const named = prepared.filter((p) => p.queueId !== null);
   if (!named.length) return;
   const queueIds = [...new Set(named.map((p) => p.queueId!))];
@@ -222,50 +222,49 @@ async function recheckQueues(tx: Em, prepared: readonly Prepared[], where: Where
 type StoredResult = { id: string; project_id: string; request_hash: string; created_at: unknown; svc_user_id: string; payload: unknown };
 
 /**
- * Stores a validated batch in one transaction, idempotent by id (see insertThenCompare): a retry
+ * Stores a validated batch in the caller's transaction (`sqlTransaction`: raw SQL only, without
+ * the entity manager's fork and unit of work), idempotent by id (see insertThenCompare): a retry
  * answers the stored result, different content is a 409 that rolls the whole batch back.
  */
-async function store(em: Em, user: AuthUser, prepared: readonly Prepared[], now: Date, where: Where): Promise<FeedbackCreateRes[]> {
+async function store(tx: SqlScope, user: AuthUser, prepared: readonly Prepared[], now: Date, where: Where): Promise<FeedbackCreateRes[]> {
   const positions = firstPositions(prepared, (index, first) =>
     invalid(`${where(index)}id "${prepared[index]!.id}" repeats batch[${first}] with different content.`),
   );
   const unique = prepared.filter((_, index) => positions[index] === index);
-  const retries = await em.transactional(async (tx) => {
-    await recheckQueues(tx, prepared, where);
-    for (const projectId of new Set(unique.map((p) => p.projectId))) await ensureProject(tx, projectId);
-    const at = sqlDate(tx, now);
-    return insertThenCompare(unique, CHUNK, {
-      async insert(chunk) {
-        const inserted = new Set<string>();
-        // A server-made id is new (no hash: no retry can name it), so its rows are inserted without
-        // a conflict check and without reading keys back: on PostgreSQL that is the most of a
-        // batch's database work and a sixth of the server's CPU at batch 1,000 (see insertStatement).
-        const fresh = chunk.filter((p) => p.hash === null);
-        if (fresh.length) {
-          await sqlRun(tx, insertStatement(tx, fresh, user.id, at, 'fresh'));
-          for (const p of fresh) inserted.add(p.key);
-        }
-        const named = chunk.filter((p) => p.hash !== null);
-        if (named.length) {
-          const rows = await sqlRows<{ id: string; project_id: string }>(tx, insertStatement(tx, named, user.id, at, 'idempotent'));
-          for (const row of rows) inserted.add(`${row.project_id}\u0000${row.id}`);
-        }
-        return inserted;
-      },
-      async readStored(chunk) {
-        // One `id in (…)` per project: a chain of 1,000 `or` terms is deeper than SQLite parses.
-        const byProject = new Map<string, string[]>();
-        for (const p of chunk) byProject.set(p.projectId, [...(byProject.get(p.projectId) ?? []), p.id]);
-        const stored = new Map<string, StoredResult & { hash: string }>();
-        for (const [projectId, ids] of byProject) {
-          const rows = await sqlRows<StoredResult>(tx, sql`select id, project_id, request_hash, created_at, svc_user_id, payload from feedback
-            where project_id = ${projectId} and id in (${sql.list(ids)})`);
-          for (const row of rows) stored.set(`${row.project_id}\u0000${row.id}`, { ...row, hash: row.request_hash });
-        }
-        return stored;
-      },
-      conflict: (p) => conflict(`${where(prepared.indexOf(p))}id "${p.id}" already exists in ${p.projectId} with different content.`),
-    });
+  await recheckQueues(tx, prepared, where);
+  for (const projectId of new Set(unique.map((p) => p.projectId))) await ensureProject(tx, projectId);
+  const at = sqlDate(tx, now);
+  const retries = await insertThenCompare(unique, CHUNK, {
+    async insert(chunk) {
+      const inserted = new Set<string>();
+      // A server-made id is new (no hash: no retry can name it), so its rows are inserted without
+      // a conflict check and without reading keys back: on PostgreSQL that is the most of a
+      // batch's database work and a sixth of the server's CPU at batch 1,000 (see insertStatement).
+      const fresh = chunk.filter((p) => p.hash === null);
+      if (fresh.length) {
+        await sqlRun(tx, insertStatement(tx, fresh, user.id, at, 'fresh'));
+        for (const p of fresh) inserted.add(p.key);
+      }
+      const named = chunk.filter((p) => p.hash !== null);
+      if (named.length) {
+        const rows = await sqlRows<{ id: string; project_id: string }>(tx, insertStatement(tx, named, user.id, at, 'idempotent'));
+        for (const row of rows) inserted.add(`${row.project_id}\u0000${row.id}`);
+      }
+      return inserted;
+    },
+    async readStored(chunk) {
+      // One `id in (…)` per project: a chain of 1,000 `or` terms is deeper than SQLite parses.
+      const byProject = new Map<string, string[]>();
+      for (const p of chunk) byProject.set(p.projectId, [...(byProject.get(p.projectId) ?? []), p.id]);
+      const stored = new Map<string, StoredResult & { hash: string }>();
+      for (const [projectId, ids] of byProject) {
+        const rows = await sqlRows<StoredResult>(tx, sql`select id, project_id, request_hash, created_at, svc_user_id, payload from feedback
+          where project_id = ${projectId} and id in (${sql.list(ids)})`);
+        for (const row of rows) stored.set(`${row.project_id}\u0000${row.id}`, { ...row, hash: row.request_hash });
+      }
+      return stored;
+    },
+    conflict: (p) => conflict(`${where(prepared.indexOf(p))}id "${p.id}" already exists in ${p.projectId} with different content.`),
   });
   const createdAt = now.toISOString();
   return prepared.map((p): FeedbackCreateRes => {
@@ -289,12 +288,14 @@ export async function createFeedbackBatch(
 ): Promise<FeedbackCreateRes[]> {
   if (!batch.length) return [];
   const now = new Date();
-  return store(em, user, await prepare(em, user, batch, maxPayloadBytes, inBatch), now, inBatch);
+  const prepared = await prepare(em, user, batch, maxPayloadBytes, inBatch);
+  return sqlTransaction(em, (tx) => store(tx, user, prepared, now, inBatch));
 }
 
 /** `POST /feedback/create`: one record, with the batch's rules. */
 export async function createFeedback(em: Em, user: AuthUser, element: FeedbackCreateReq, maxPayloadBytes: number): Promise<FeedbackCreateRes> {
-  const [result] = await store(em, user, await prepare(em, user, [element], maxPayloadBytes, single), new Date(), single);
+  const prepared = await prepare(em, user, [element], maxPayloadBytes, single);
+  const [result] = await sqlTransaction(em, (tx) => store(tx, user, prepared, new Date(), single));
   return result!;
 }
 
@@ -307,7 +308,7 @@ export async function replaceFeedback(
   maxPayloadBytes: number,
 ): Promise<FeedbackCreateRes> {
   const prepared = await prepare(em, user, [element], maxPayloadBytes, single);
-  return em.transactional(async (tx) => {
+  return sqlTransaction(em, async (tx) => {
     const removed = await sqlRun(tx, sql`delete from feedback where project_id = ${element.project_id} and id = ${feedbackId.toLowerCase()}`);
     if (!removed) throw notFound(`Feedback "${feedbackId}" does not exist in project ${element.project_id}.`);
     const [result] = await store(tx, user, prepared, new Date(), single);
