@@ -238,8 +238,8 @@ async function store(tx: SqlScope, user: AuthUser, prepared: readonly Prepared[]
     async insert(chunk) {
       const inserted = new Set<string>();
       // A server-made id is new (no hash: no retry can name it), so its rows are inserted without
-      // a conflict check and without reading keys back: on PostgreSQL that is the most of a
-      // batch's database work and a sixth of the server's CPU at batch 1,000 (see insertStatement).
+      // a conflict check and without reading keys back (PostgreSQL, batches of 1,000, shared
+      // machine: server CPU per batch 30 → 26 ms; the database's side, see insertStatement).
       const fresh = chunk.filter((p) => p.hash === null);
       if (fresh.length) {
         await sqlRun(tx, insertStatement(tx, fresh, user.id, at, 'fresh'));
