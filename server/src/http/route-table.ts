@@ -39,7 +39,7 @@ export class RouteTable {
   readonly #rest: RestEntry[] = [];
   /**
    * The entries of recent REST lookups by method and path: admission, the REST door and the metric
-   * label each ask for the same request (three scans of every pattern, ~3 % of a small write's CPU).
+   * label each ask for the same request, which was three scans of every pattern per request.
    * Bounded: paths carry ids, so it is emptied when full; long paths are not kept.
    */
   readonly #recent = new Map<string, RestEntry | null>();
