@@ -55,27 +55,11 @@ export function typedKysely(db: SqlScope): Kysely<LoupeDatabase> {
   return (db.getKysely() as Kysely<LoupeDatabase>).withPlugin(plugin);
 }
 
-/** @deprecated The `?` text form's placeholders for PostgreSQL: goes with the deprecated overloads below. */
-function compile(db: SqlScope, sql: string, params: readonly unknown[]): CompiledQuery {
-  let text = sql;
-  if (onPostgres(db)) {
-    let n = 0;
-    text = sql.replace(/\?/g, () => `$${++n}`);
-  }
-  return CompiledQuery.raw(text, params as unknown[]);
-}
-
 /** Runs a query and returns its rows. */
-export async function sqlRows<T = Record<string, unknown>>(db: SqlScope, statement: Statement): Promise<T[]>;
-/** @deprecated `?` text with its parameters: being replaced by the `sql` template (statement.ts). */
-export async function sqlRows<T = Record<string, unknown>>(db: SqlScope, sql: string, params?: readonly unknown[]): Promise<T[]>;
-export async function sqlRows<T>(db: SqlScope, query: string | Statement, args: readonly unknown[] = []): Promise<T[]> {
-  if (query instanceof Statement) return statementRows<T>(db, query);
-  const sql = query;
-  const params = args;
+export async function sqlRows<T>(db: SqlScope, statement: Statement): Promise<T[]> {
   const held = db.heldSqlite;
-  if (held) return held.prepare(sql).all(params) as T[];
-  const result = await db.getKysely().executeQuery(compile(db, sql, params));
+  if (held) return held.prepare(statement.text('sqlite')).all(statement.params) as T[];
+  const result = await db.getKysely().executeQuery(CompiledQuery.raw(statement.text(dialectOf(db)), statement.params as unknown[]));
   return result.rows as T[];
 }
 
@@ -86,12 +70,9 @@ export async function sqlRows<T>(db: SqlScope, query: string | Statement, args: 
  * 8–14 ms for the same page built as one JSON array by SQLite and parsed). Outside a transaction
  * the connection is taken from Kysely first, so that no other statement runs meanwhile.
  */
-export async function sqliteArrays(db: SqlScope, statement: Statement): Promise<unknown[][]>;
-/** @deprecated `?` text with its parameters: being replaced by the `sql` template (statement.ts). */
-export async function sqliteArrays(db: SqlScope, sql: string, params?: readonly unknown[]): Promise<unknown[][]>;
-export async function sqliteArrays(db: SqlScope, query: string | Statement, args: readonly unknown[] = []): Promise<unknown[][]> {
-  const sql = query instanceof Statement ? query.text('sqlite') : query;
-  const params = query instanceof Statement ? query.params : args;
+export async function sqliteArrays(db: SqlScope, statement: Statement): Promise<unknown[][]> {
+  const sql = statement.text('sqlite');
+  const params = statement.params;
   const held = db.heldSqlite;
   if (held) return held.arrays(sql).all(params);
   const platform = db.getPlatform();
@@ -104,16 +85,10 @@ export async function sqliteArrays(db: SqlScope, query: string | Statement, args
 }
 
 /** Runs a write and returns how many rows it changed. */
-export async function sqlRun(db: SqlScope, statement: Statement): Promise<number>;
-/** @deprecated `?` text with its parameters: being replaced by the `sql` template (statement.ts). */
-export async function sqlRun(db: SqlScope, sql: string, params?: readonly unknown[]): Promise<number>;
-export async function sqlRun(db: SqlScope, query: string | Statement, args: readonly unknown[] = []): Promise<number> {
-  if (query instanceof Statement) return statementRun(db, query);
-  const sql = query;
-  const params = args;
+export async function sqlRun(db: SqlScope, statement: Statement): Promise<number> {
   const held = db.heldSqlite;
-  if (held) return Number(held.prepare(sql).run(params).changes);
-  const result = await db.getKysely().executeQuery(compile(db, sql, params));
+  if (held) return Number(held.prepare(statement.text('sqlite')).run(statement.params).changes);
+  const result = await db.getKysely().executeQuery(CompiledQuery.raw(statement.text(dialectOf(db)), statement.params as unknown[]));
   return Number(result.numAffectedRows ?? 0n);
 }
 
@@ -130,20 +105,6 @@ function dialectOf(db: SqlScope): 'sqlite' | 'postgresql' {
 export function perDialect(make: (db: SqlScope) => Statement): (db: SqlScope) => Statement {
   const made: { sqlite?: Statement; postgresql?: Statement } = {};
   return (db) => (made[dialectOf(db)] ??= make(db));
-}
-
-async function statementRows<T>(db: SqlScope, statement: Statement): Promise<T[]> {
-  const held = db.heldSqlite;
-  if (held) return held.prepare(statement.text('sqlite')).all(statement.params) as T[];
-  const result = await db.getKysely().executeQuery(CompiledQuery.raw(statement.text(dialectOf(db)), statement.params as unknown[]));
-  return result.rows as T[];
-}
-
-async function statementRun(db: SqlScope, statement: Statement): Promise<number> {
-  const held = db.heldSqlite;
-  if (held) return Number(held.prepare(statement.text('sqlite')).run(statement.params).changes);
-  const result = await db.getKysely().executeQuery(CompiledQuery.raw(statement.text(dialectOf(db)), statement.params as unknown[]));
-  return Number(result.numAffectedRows ?? 0n);
 }
 
 // Raw SQL returns dates and JSON as each driver stores them: SQLite gives epoch milliseconds and
@@ -192,11 +153,6 @@ export function storedBytes(db: SqlScope, column: string, kind: 'json' | 'text' 
 /** A JSON text as a parameter for a JSON column (cast to jsonb on PostgreSQL). */
 export function jsonParam(db: SqlScope, text: string | null): Statement {
   return onPostgres(db) ? sql`${text}::jsonb` : sql`${text}`;
-}
-
-/** @deprecated `?, ?, ?` for the `?` text form: use `sql.list`. */
-export function placeholders(count: number): string {
-  return Array.from({ length: count }, () => '?').join(', ');
 }
 
 /**

@@ -1,15 +1,15 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { AnnotationQueueItem } from '@loupe/shared';
 import { lockClause, onPostgres, sqlDate, sqlRows, type SqlScope } from '../db/sql.ts';
+import { sql, type Statement } from '../db/statement.ts';
 import { publishingTransaction, queueEvent, type QueueEventPublisher } from './queue-events.ts';
 import { isTransactionConflict } from '../db/unavailable.ts';
 import { liveQueue, queueWriteLockTerm } from './annotation-queues.ts';
 import { recordProgress } from './progress.ts';
 import { ITEM_COLUMNS, toItemDto, type ItemRow } from './queue-items.ts';
-import { sql } from '../db/statement.ts';
 
-/** Progress that occupies a slot of an item: finished work, or a lease that has not expired. */
-const occupying = (at: unknown) => sql`(p.state in ('completed', 'skipped') or (p.state = 'in_progress' and p.lease_expires_at > ${at}))`;
+/** Progress `p` that occupies a slot of an item at `at`: finished work, or a lease that has not expired. */
+const occupying = (at: unknown): Statement => sql`(p.state in ('completed', 'skipped') or (p.state = 'in_progress' and p.lease_expires_at > ${at}))`;
 /** Attempts of a claim whose transaction PostgreSQL aborted for a deadlock or a serialization failure. */
 const CONFLICT_ATTEMPTS = 4;
 
@@ -50,13 +50,11 @@ async function claimOnce(db: SqlScope, { userId, projectId, queueId, events }: C
     const queue = await liveQueue(tx, projectId, queueId);
     const now = new Date();
     const at = sqlDate(tx, now);
-    const [own] = await sqlRows<ItemRow>(tx,
-      sql`select ${ITEM_COLUMNS} from annotation_item_progress p
+    const [own] = await sqlRows<ItemRow>(tx, sql`select ${ITEM_COLUMNS} from annotation_item_progress p
          join annotation_queue_items i on i.id = p.item_id
         where p.queue_id = ${queueId} and p.annotator_user_id = ${userId} and p.state = 'in_progress' and p.lease_expires_at > ${at}
           and i.deleted_at is null
-        order by i.created_at, i.id limit 1`,
-    );
+        order by i.created_at, i.id limit 1`);
     if (own) return toItemDto(own);
 
     // Items found full once locked (filled by claims that committed meanwhile) are passed over, and
@@ -67,26 +65,28 @@ async function claimOnce(db: SqlScope, { userId, projectId, queueId, events }: C
     for (;;) {
       const exclude = passedOver.length ? sql` and i.id not in (${sql.list(passedOver)})` : sql``;
       const pick = (lock: string) =>
-        sqlRows<ItemRow>(tx,
-          sql`select ${ITEM_COLUMNS} from annotation_queue_items i
+        sqlRows<ItemRow>(tx, sql`select ${ITEM_COLUMNS} from annotation_queue_items i
             where i.queue_id = ${queueId} and i.deleted_at is null${exclude}
               and not exists (select 1 from annotation_item_progress p where p.item_id = i.id and p.annotator_user_id = ${userId})
               and (select count(*) from annotation_item_progress p where p.item_id = i.id and ${occupying(at)}) < ${queue.annotations_per_item}
             order by i.created_at, i.id
-            limit 1${lockClause(tx, lock)}`,
-        );
+            limit 1${lockClause(tx, lock)}`);
       let [candidate] = await pick('for update of i skip locked');
       // SKIP LOCKED also passes over items that other claims hold right now, and with
       // annotations_per_item above 1 such an item may still have a free slot once they commit.
       // Before answering "nothing left", wait for those claims (the recount below decides).
       if (!candidate && onPostgres(tx)) [candidate] = await pick('for update of i');
       if (!candidate) return null;
-      const [{ taken }] = (await sqlRows<{ taken: number | string }>(tx,
-        sql`select count(*) as taken from annotation_item_progress p where p.item_id = ${candidate.id} and ${occupying(at)}`,
-      )) as [{ taken: number | string }];
-      if (Number(taken) >= queue.annotations_per_item) {
-        passedOver.push(candidate.id);
-        continue;
+      // The slots counted again once the item is locked (PostgreSQL; count(*) is a bigint, which its
+      // driver gives as a string). On SQLite the pick's own count is this one: its transaction runs
+      // alone, at the same `at`.
+      if (onPostgres(tx)) {
+        const [slots] = await sqlRows<{ taken: string }>(tx,
+          sql`select count(*) as taken from annotation_item_progress p where p.item_id = ${candidate.id} and ${occupying(at)}`);
+        if (Number(slots!.taken) >= queue.annotations_per_item) {
+          passedOver.push(candidate.id);
+          continue;
+        }
       }
       await recordProgress(tx, candidate, userId, 'in_progress', 'insert', queue.lease_seconds, now);
       record(queueEvent('progress', projectId, queueId, candidate.id));

@@ -1,12 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
+import { callTRPCProcedure, type AnyTRPCProcedure } from '@trpc/server';
 import type { Context } from '../api/context.ts';
-import { createCaller } from '../api/router.ts';
+import { appRouter } from '../api/router.ts';
 import { sendError, sendFailure } from './errors.ts';
 import { carriesBody } from './request-kind.ts';
 import type { RouteTable } from './route-table.ts';
-
-type Procedure = (input: unknown) => Promise<unknown>;
 
 /**
  * The REST door: how a request to a path of the API document reaches its procedure. By the time it
@@ -17,8 +16,10 @@ type Procedure = (input: unknown) => Promise<unknown>;
  *    procedure and the path's parameters, percent-decoded;
  * 2. the input is the body (POST, PUT, PATCH) or the query string (GET, DELETE), with the path's
  *    parameters over it; nothing is coerced: `"7"` stays a string, and the schema refuses it;
- * 3. the procedure is called through tRPC's server-side caller with the same context the typed
- *    door makes, so both doors run the same middlewares and the same input and output validation;
+ * 3. the procedure is called as tRPC's server-side caller and its HTTP adapter call it
+ *    (`callTRPCProcedure`), with the same context the typed door makes, so both doors run the same
+ *    middlewares and the same input and output validation (the caller's proxies, made per
+ *    request, are left out);
  * 4. its output is the 200 body; an error leaves through the error policy as the one error
  *    envelope (`sendFailure`).
  *
@@ -31,7 +32,15 @@ export function restDoor(routes: RouteTable, contextFor: (req: IncomingMessage, 
     if (!match.params) return sendError(req, res, 400, 'BAD_REQUEST', 'A path segment is not valid percent-encoded UTF-8.');
     const input = { ...(carriesBody(req.method) ? (req.body as object) : queryInput(req)), ...match.params };
     try {
-      const output = await procedureAt(createCaller(contextFor(req, res)), match.procedure)(input);
+      const output: unknown = await callTRPCProcedure({
+        router: appRouter,
+        path: match.procedure,
+        type: procedureTypes.get(match.procedure)!,
+        ctx: contextFor(req, res),
+        getRawInput: async () => input,
+        signal: undefined,
+        batchIndex: 0,
+      });
       res.statusCode = 200;
       res.setHeader('Content-Type', 'application/json');
       res.end(JSON.stringify(output));
@@ -51,9 +60,9 @@ function queryInput(req: Request): Record<string, unknown> {
   return input;
 }
 
-/** The caller's function for a procedure path such as `annotationQueues.items.progress`. */
-function procedureAt(caller: object, path: string): Procedure {
-  let node: unknown = caller;
-  for (const key of path.split('.')) node = (node as Record<string, unknown>)[key];
-  return node as Procedure;
-}
+/**
+ * Each procedure's type (query, mutation) by its path, such as `annotationQueues.items.progress`:
+ * the router keeps its procedures by that path at run time (its declared type nests them).
+ */
+const procedures = appRouter._def.procedures as unknown as Record<string, AnyTRPCProcedure>;
+const procedureTypes = new Map(Object.entries(procedures).map(([path, procedure]) => [path, procedure._def.type]));

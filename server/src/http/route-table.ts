@@ -19,6 +19,9 @@ export type RestMatch = {
   params: Record<string, string> | undefined;
 };
 
+const MAX_REMEMBERED_LOOKUPS = 1000;
+const MAX_REMEMBERED_PATH = 256;
+
 type RestEntry = { method: string; pattern: RegExp; names: string[]; procedure: string; route: ProcedureRoute };
 
 /** A request to the typed door naming more procedures than this is refused before it is read. */
@@ -34,6 +37,12 @@ export type TrpcMatch = { procedures: ProcedureRoute[]; unknown: string | undefi
  */
 export class RouteTable {
   readonly #rest: RestEntry[] = [];
+  /**
+   * The entries of recent REST lookups by method and path: admission, the REST door and the metric
+   * label each ask for the same request, which was three scans of every pattern per request.
+   * Bounded: paths carry ids, so it is emptied when full; long paths are not kept.
+   */
+  readonly #recent = new Map<string, RestEntry | null>();
   readonly #trpc = new Map<string, ProcedureRoute>();
 
   constructor() {
@@ -79,7 +88,15 @@ export class RouteTable {
 
   #restEntry(method: string, path: string): RestEntry | undefined {
     const wanted = method === 'HEAD' ? 'GET' : method;
-    return this.#rest.find((r) => r.method === wanted && r.pattern.test(path));
+    if (path.length > MAX_REMEMBERED_PATH) return this.#rest.find((r) => r.method === wanted && r.pattern.test(path));
+    const key = `${wanted} ${path}`;
+    let entry = this.#recent.get(key);
+    if (entry === undefined) {
+      entry = this.#rest.find((r) => r.method === wanted && r.pattern.test(path)) ?? null;
+      if (this.#recent.size >= MAX_REMEMBERED_LOOKUPS) this.#recent.clear();
+      this.#recent.set(key, entry);
+    }
+    return entry ?? undefined;
   }
 
   /** The procedures a `/trpc/<a>,<b>` path names (tRPC batches join names with commas). */

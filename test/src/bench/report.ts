@@ -11,7 +11,8 @@ export type Settings = { seconds: number; warmupSeconds: number; rounds: number;
 
 /** Medians over rounds of one side of a comparison. */
 export type Side = { rps: number; p50_ms: number; p99_ms: number; rounds: Measurement[] };
-export type Comparison = { case: string; status: number; loupe: Side; baseline: Side; ratio: number };
+/** `target`: the least ratio this comparison must reach, where it differs from its section's. */
+export type Comparison = { case: string; status: number; loupe: Side; baseline: Side; ratio: number; target?: number };
 
 export type Section = {
   name: string;
@@ -55,6 +56,7 @@ export function printSection(section: Section): void {
     'loupe req/s': Math.round(c.loupe.rps),
     'baseline req/s': Math.round(c.baseline.rps),
     ratio: c.ratio.toFixed(3),
+    ...(c.target === undefined ? {} : { target: c.target }),
     'loupe p50/p99 ms': `${c.loupe.p50_ms} / ${c.loupe.p99_ms}`,
     'baseline p50/p99 ms': `${c.baseline.p50_ms} / ${c.baseline.p99_ms}`,
     'rounds (loupe req/s)': c.loupe.rounds.map((m) => Math.round(m.rps)).join(' '),

@@ -5,7 +5,11 @@ import { runWriteComparison, type WriteBench } from './write-comparison.ts';
 // A write benchmark's report: one comparison per database, SQLite always, PostgreSQL when
 // TEST_DATABASE_URL names a server to create a fresh database on (else a printed notice).
 
-export const WRITE_TARGET_RATIO = 0.5;
+/**
+ * The least req/s ratio Loupe/baseline per database. SQLite's is higher: the work is all in the
+ * server's process there, and what Loupe adds to the driver's is what this measures.
+ */
+export const WRITE_TARGET_RATIO: Record<Backend, number> = { sqlite: 0.65, postgresql: 0.5 };
 
 export async function writeSection(bench: WriteBench, description: string, settings: Settings, workDir: string): Promise<Section> {
   const backends: Backend[] = ['sqlite'];
@@ -19,7 +23,10 @@ export async function writeSection(bench: WriteBench, description: string, setti
   const section: Section = {
     name: bench.name,
     description,
-    target: { metric: 'requests/s ratio Loupe/baseline at concurrency ' + settings.connections + ', per database', min: WRITE_TARGET_RATIO },
+    target: {
+      metric: `requests/s ratio Loupe/baseline at concurrency ${settings.connections} (PostgreSQL ≥ ${WRITE_TARGET_RATIO.postgresql}; SQLite)`,
+      min: WRITE_TARGET_RATIO.sqlite,
+    },
     comparisons: [],
     details,
     problems: [],
@@ -27,10 +34,10 @@ export async function writeSection(bench: WriteBench, description: string, setti
   };
   for (const backend of backends) {
     const result = await runWriteComparison(bench, backend, settings, workDir);
-    section.comparisons.push(result.comparison);
+    section.comparisons.push({ ...result.comparison, target: WRITE_TARGET_RATIO[backend] });
     section.problems.push(...result.problems);
     details[backend] = result.details;
   }
-  section.passed = section.problems.length === 0 && section.comparisons.every((c) => c.ratio >= WRITE_TARGET_RATIO);
+  section.passed = section.problems.length === 0 && section.comparisons.every((c) => c.ratio >= c.target!);
   return section;
 }
