@@ -5,18 +5,8 @@ import type { LoupeDatabase } from './entities.ts';
 import { BEGIN, LoupeSqliteDialect, type LoupeSqliteDatabase } from './sqlite-dialect.ts';
 import { sql, Statement } from './statement.ts';
 
-// One way to reach the database for each kind of work:
-//
-// - The unit of work (`em`, the entities of entities.ts) loads and changes a few entities: a
-//   user, a key, a spec, a queue created.
-// - Typed Kysely (`typedKysely(db)`, typed from the entities as LoupeDatabase) for set-based reads
-//   and writes that are not on a measured hot path: columns selected by name come back as the
-//   entities declare them (dates as Date, JSON parsed) on both databases.
-// - The `sql` template (statement.ts) through sqlRows/sqlRun/sqliteArrays for statements kept as
-//   text: hot paths (authentication, item, call and feedback reads and writes, progress, claims,
-//   agreement, queue stats), dialect-specific SQL (advisory locks, `for update skip locked`,
-//   pg_notify, cursors) and answer sizing with octet_length. Rows are typed by a row type declared
-//   for the statement; dates and JSON come back as each driver stores them (see sqlDate and below).
+// Which way to reach the database for which work (unit of work, typed Kysely, the sql template):
+// db/README.md.
 //
 // Hand-written SQL goes through Kysely with bound parameters, not through em.execute(), which
 // writes the values into the SQL text: that would make every statement unique (nothing for the
