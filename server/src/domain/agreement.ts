@@ -73,7 +73,11 @@ export async function queueAgreement(db: SqlScope, req: AnnotationQueueAgreement
 
 /** An annotator's latest record for an item so far; `text` is null while its value is unread (a long payload). */
 type Latest = { createdMs: number; id: string; text: string | null };
-type RatedItemSlot = { id: string; callId: string; createdMs: number; latest: (Latest | undefined)[] };
+/** A live item of the queue: its id, its call's id, when it was added. */
+type RatedItem = { id: string; callId: string; createdMs: number };
+type RatedItemSlot = RatedItem & { latest: (Latest | undefined)[] };
+/** A latest record as held for an item and annotator. */
+type HeldRecord = { slot: RatedItemSlot; user: string; record: Latest };
 
 /**
  * Each annotator's latest record per item of one spec, as the records are read (in any order),
@@ -91,38 +95,38 @@ class LatestValues {
     this.#specName = specName;
   }
 
-  /** A record of `user` for the item (id, call id, creation time); the later one of an annotator and item wins. */
-  add(item: string, callId: string, itemCreatedMs: number, user: string, record: Latest): void {
+  /** A record of `user` for the item; the later one of an annotator and item wins. */
+  add(item: RatedItem, user: string, record: Latest): void {
     let annotator = this.#annotatorIndex.get(user);
     if (annotator === undefined) {
       this.#annotatorIndex.set(user, (annotator = this.annotators.length));
       this.annotators.push(user);
     }
-    let slot = this.items.get(item);
-    if (!slot) this.items.set(item, (slot = { id: item, callId, createdMs: itemCreatedMs, latest: [] }));
+    let slot = this.items.get(item.id);
+    if (!slot) this.items.set(item.id, (slot = { ...item, latest: [] }));
     const held = slot.latest[annotator];
     if (held && !(record.createdMs !== held.createdMs ? record.createdMs > held.createdMs : record.id > held.id)) return;
     if (held) this.#chars -= held.text?.length ?? 0;
     else if (++this.#count > MAX_VALUES) throw tooManyValues(this.#specName);
     slot.latest[annotator] = record;
-    this.#setText(slot, user, record, record.text);
+    this.#setText({ slot, user, record }, record.text);
   }
 
   /** Sets the value text of a latest record, within the bounds. */
-  setText(slot: RatedItemSlot, user: string, record: Latest, text: string): void {
-    this.#setText(slot, user, record, text);
+  setText(held: HeldRecord, text: string): void {
+    this.#setText(held, text);
   }
 
-  #setText(slot: RatedItemSlot, user: string, record: Latest, text: string | null): void {
+  #setText({ slot, user, record }: HeldRecord, text: string | null): void {
     record.text = text;
     if (text === null) return;
-    if (text.length > MAX_VALUE_CHARS) throw valueTooLong(this.#specName, slot.callId, user, text.length);
+    if (text.length > MAX_VALUE_CHARS) throw valueTooLong({ specName: this.#specName, callId: slot.callId, user, chars: text.length });
     this.#chars += text.length;
     if (this.#chars > MAX_VALUES_CHARS) throw tooManyChars(this.#specName);
   }
 
   /** The records whose value is still unread. */
-  *unread(): Generator<{ slot: RatedItemSlot; user: string; record: Latest }> {
+  *unread(): Generator<HeldRecord> {
     for (const slot of this.items.values()) {
       for (const [annotator, record] of slot.latest.entries()) if (record && record.text === null) yield { slot, user: this.annotators[annotator]!, record };
     }
@@ -170,7 +174,7 @@ const tooManyValues = (specName: string) =>
 const tooManyChars = (specName: string) =>
   tooLarge(`The values of spec ${specName} in this queue hold more than ${MAX_VALUES_CHARS.toLocaleString('en')} characters of JSON together, more than the agreement compares.`);
 
-const valueTooLong = (specName: string, callId: string, user: string, chars: number) =>
+const valueTooLong = ({ specName, callId, user, chars }: { specName: string; callId: string; user: string; chars: number }) =>
   tooLarge(
     `The value of spec ${specName} that annotator ${user} gave the item of call ${callId} is ${chars.toLocaleString('en')} characters of JSON; agreement compares values of at most ${MAX_VALUE_CHARS.toLocaleString('en')}.`,
   );
@@ -218,7 +222,7 @@ async function latestValues(db: SqlScope, scope: ValuesScope): Promise<LatestVal
   const latest = new LatestValues(scope.specName);
   for (const record of byRefs) {
     const item = (record.svcCall === null ? undefined : items.get(record.svcCall)) ?? (record.refCall === null ? undefined : items.get(record.refCall));
-    if (item) latest.add(item.id, item.callId, item.createdMs, record.user, { createdMs: record.createdMs, id: record.id, text: record.text });
+    if (item) latest.add(item, record.user, { createdMs: record.createdMs, id: record.id, text: record.text });
   }
   // The latest records whose payload was too long to read in the scan: their values by id.
   const unread = [...latest.unread()];
@@ -227,9 +231,9 @@ async function latestValues(db: SqlScope, scope: ValuesScope): Promise<LatestVal
     const part = unread.slice(start, start + IDS_PER_READ);
     const byId = new Map(part.map((entry) => [entry.record.id, entry]));
     for (const [id, chars, text] of await valuesById(db, scope.projectId, [...byId.keys()])) {
-      const { slot, user, record } = byId.get(id)!;
-      if (text === null) throw valueTooLong(scope.specName, slot.callId, user, chars);
-      latest.setText(slot, user, record, text);
+      const held = byId.get(id)!;
+      if (text === null) throw valueTooLong({ specName: scope.specName, callId: held.slot.callId, user: held.user, chars });
+      latest.setText(held, text);
     }
   }
   return latest;
@@ -240,6 +244,8 @@ type ValuesScope = { projectId: string; queueId: string; specName: string; ref: 
 type RecordsSql = { svcCall: Statement; refCall: Statement; where: Statement };
 /** An annotator's latest record for a pair of call ids (null where a ref names no call of the project); `text` as in Latest. */
 type RefsRecord = { user: string; svcCall: string | null; refCall: string | null; createdMs: number; id: string; text: string | null };
+/** A RefsRecord as SQLite's JSON array of a chunk holds it, in RefsRecord's order. */
+type RefsRecordTuple = [string, string | null, string | null, number, string, string | null];
 
 /**
  * Each annotator's latest record per pair of call ids, kept as the records are read in any order:
@@ -254,7 +260,8 @@ class LatestByRefs {
     this.#specName = specName;
   }
 
-  add(user: string, svcCall: string | null, refCall: string | null, createdMs: number, id: string, text: string | null): void {
+  add(record: RefsRecord): void {
+    const { user, svcCall, refCall, createdMs, id, text } = record;
     // Call ids are never empty and hold no newline.
     const key = `${user}\n${svcCall ?? ''}\n${refCall ?? ''}`;
     const held = this.#latest.get(key);
@@ -262,7 +269,7 @@ class LatestByRefs {
     if (!held && this.#latest.size >= MAX_VALUES) throw tooManyValues(this.#specName);
     this.#chars += (text?.length ?? 0) - (held?.text?.length ?? 0);
     if (this.#chars > MAX_VALUES_CHARS) throw tooManyChars(this.#specName);
-    this.#latest.set(key, { user, svcCall, refCall, createdMs, id, text });
+    this.#latest.set(key, record);
   }
 
   records(): RefsRecord[] {
@@ -293,7 +300,7 @@ async function latestByRefsOnPostgres(db: SqlScope, scope: ValuesScope, records:
     for (;;) {
       scope.deadline.check();
       const rows = await beforeDeadline(sqlRows<Row>(tx, sql`fetch ${sql.raw(String(RECORDS_PER_READ))} from agreement_records`), scope.deadline);
-      for (const row of rows) latest.add(row.svc_user_id, row.svc_call, row.ref_call, row.created_ms, row.id, row.value);
+      for (const row of rows) latest.add({ user: row.svc_user_id, svcCall: row.svc_call, refCall: row.ref_call, createdMs: row.created_ms, id: row.id, text: row.value });
       if (rows.length < RECORDS_PER_READ) break;
     }
   });
@@ -321,7 +328,7 @@ async function latestByRefsOnSqlite(db: SqlScope, scope: ValuesScope, records: R
   for (let after = 0; ; ) {
     scope.deadline.check();
     const [[chunk, last, count]] = (await sqliteArrays(db, chunkAfter(after))) as [[string, number, number]];
-    for (const record of JSON.parse(chunk) as [string, string | null, string | null, number, string, string | null][]) latest.add(...record);
+    for (const [user, svcCall, refCall, createdMs, id, text] of JSON.parse(chunk) as RefsRecordTuple[]) latest.add({ user, svcCall, refCall, createdMs, id, text });
     if (count < RECORDS_PER_READ) break;
     after = last;
     await new Promise((resolve) => setImmediate(resolve));

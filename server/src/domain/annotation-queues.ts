@@ -114,7 +114,7 @@ export async function lockQueuesForWrite(db: SqlScope, queueIds: Iterable<string
 }
 
 async function checkScorerRefs(em: Em, projectId: string, refs: readonly string[]): Promise<void> {
-  for (const [index, ref] of refs.entries()) await resolveSpecRef(em, projectId, ref, `scorer_refs[${index}]`);
+  for (const [index, ref] of refs.entries()) await resolveSpecRef(em, { projectId, ref, field: `scorer_refs[${index}]` });
 }
 
 /** Creating a queue is a `queue_updated` of it: streams of its project learn that it appeared. */
@@ -126,7 +126,7 @@ export async function createQueue(
   await checkScorerRefs(em, req.project_id, scorerRefs);
   const now = new Date();
   const id = newId();
-  const event = queueEvent('queue_updated', req.project_id, id);
+  const event = queueEvent('queue_updated', { projectId: req.project_id, queueId: id });
   await em.transactional(async (tx) => {
     await ensureProject(tx, req.project_id);
     tx.create(AnnotationQueueRecord, {
@@ -158,7 +158,7 @@ export async function queryQueues(db: SqlScope, req: AnnotationQueueQueryReq, pa
   // Queues are listed by offset, without a cursor to tell of a page cut short: a page past the budget is refused.
   const sizes = await sqlRows<{ bytes: number | string }>(db, sql`select ${queueBytes(db)} as bytes ${rest}`);
   const total = sizes.reduce((sum, row) => sum + Number(row.bytes), 0);
-  requireAnswerFits('queues', total, page.bytes, 'ask for fewer with a smaller limit');
+  requireAnswerFits({ what: 'queues', bytes: total, budget: page.bytes, narrower: 'ask for fewer with a smaller limit' });
   return (await sqlRows<QueueRow>(db, sql`select ${QUEUE_COLUMNS} ${rest}`)).map(toQueueDto);
 }
 
@@ -196,7 +196,7 @@ export async function updateQueue(em: Em, req: AnnotationQueueUpdateReq, events:
       })
       .where('id', '=', row.id)
       .execute();
-    record(queueEvent('queue_updated', req.project_id, row.id));
+    record(queueEvent('queue_updated', { projectId: req.project_id, queueId: row.id }));
     const [updated] = await liveQueues(tx, req.project_id, [row.id]);
     return toQueueDto(updated!);
   });
@@ -215,7 +215,7 @@ export async function deleteQueue(
     const row = await liveQueue(tx, projectId, queueId);
     const now = new Date();
     await sqlRun(tx, sql`update annotation_queues set deleted_at = ${sqlDate(tx, now)}, updated_at = ${sqlDate(tx, now)} where id = ${queueId}`);
-    record(queueEvent('queue_updated', projectId, queueId));
+    record(queueEvent('queue_updated', { projectId, queueId }));
     return toQueueDto({ ...row, deleted_at: now, updated_at: now });
   });
 }

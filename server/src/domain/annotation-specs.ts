@@ -74,7 +74,7 @@ export async function querySpecs(em: Em, req: AnnotationSpecQueryReq, budget: nu
   if (byRef.length) wanted.push(sql`(name, digest) in (values ${sql.join(byRef.map((ref) => sql`(${ref.name}, ${ref.digest})`), ', ')})`);
   const where = wanted.length ? sql`project_id = ${req.project_id} and (${sql.join(wanted, ' or ')})` : sql`project_id = ${req.project_id}`;
   const [total] = await sqlRows<{ bytes: number | string | null }>(em, sql`select sum(${specBytes(em)}) as bytes from annotation_specs where ${where}`);
-  requireAnswerFits('annotation specs', total?.bytes ?? 0, budget, 'ask for fewer by names or refs');
+  requireAnswerFits({ what: 'annotation specs', bytes: total?.bytes ?? 0, budget, narrower: 'ask for fewer by names or refs' });
   const rows = await em.find(
     AnnotationSpecRecord,
     { projectId: req.project_id, ...(or.length ? { $or: or } : {}) },
@@ -100,7 +100,7 @@ const SPEC_FRAME_BYTES = 200;
  * Resolves an object ref to a stored spec of the project, or explains why not. `field` names the
  * offending field in the reason (e.g. `scorer_refs[2]`, `batch[4].annotation_ref`).
  */
-export async function resolveSpecRef(em: Em, projectId: string, ref: string, field: string): Promise<SpecRow> {
+export async function resolveSpecRef(em: Em, { projectId, ref, field }: { projectId: string; ref: string; field: string }): Promise<SpecRow> {
   const parsed = parseRef(ref);
   if (!parsed.ok) throw invalid(`${field} ${parsed.reason}.`);
   if (parsed.ref.kind !== 'object') throw invalid(`${field} must be an object ref (svc:///<entity>/<project>/object/<name>:<digest>).`);

@@ -141,7 +141,7 @@ export function jsonDensity(text: string | null): number {
  * Checks that a whole answer without pages (a list the client narrows by its filters, not pages)
  * fits in the budget, from the total size of its rows: 413 asking for a narrower request if not.
  */
-export function requireAnswerFits(what: string, bytes: number | string | bigint | null, budget: number, narrower: string): void {
+export function requireAnswerFits({ what, bytes, budget, narrower }: { what: string; bytes: number | string | bigint | null; budget: number; narrower: string }): void {
   const total = Number(bytes ?? 0);
   if (total > budget) {
     throw tooLarge(`The ${what} asked for take ${total} bytes of JSON, more than one answer may hold (${budget} bytes, LOUPE_MAX_RESPONSE_BYTES): ${narrower}.`);

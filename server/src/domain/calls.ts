@@ -205,7 +205,7 @@ export async function queryCalls(db: SqlScope, query: CallQueryReq, page: Page):
     ...inList('op_name', filter.op_names),
     ...inList('trace_id', filter.trace_ids),
   ];
-  if (page.cursor !== undefined) where.push(keyset(CALL_KEYS, decodeCursor(db, page.cursor, fingerprint, CALL_KEYS).values, 'after'));
+  if (page.cursor !== undefined) where.push(keyset(CALL_KEYS, decodeCursor(db, { fingerprint, keys: CALL_KEYS }, page.cursor).values, 'after'));
   const read = await budgetedPage(
     {
       db,
@@ -228,5 +228,5 @@ export async function queryCalls(db: SqlScope, query: CallQueryReq, page: Page):
       convert: toCallDto,
     },
   );
-  return cursorPage(read, (call) => encodeCursor(fingerprint, CALL_KEYS, call));
+  return cursorPage(read, (call) => encodeCursor({ fingerprint, keys: CALL_KEYS }, call));
 }

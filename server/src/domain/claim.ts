@@ -88,8 +88,8 @@ async function claimOnce(db: SqlScope, { userId, projectId, queueId, events }: C
           continue;
         }
       }
-      await recordProgress(tx, candidate, userId, 'in_progress', 'insert', queue.lease_seconds, now);
-      record(queueEvent('progress', projectId, queueId, candidate.id));
+      await recordProgress(tx, candidate, { annotatorId: userId, state: 'in_progress', action: 'insert', leaseSeconds: queue.lease_seconds, now });
+      record(queueEvent('progress', { projectId, queueId, itemId: candidate.id }));
       return toItemDto({ ...candidate, state: 'in_progress', state_annotator_user_id: userId });
     }
   });

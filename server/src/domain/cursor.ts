@@ -58,6 +58,9 @@ export class CursorSeal {
 /** The key of a query, for binding its cursors (the same query gives the same digest), and the seal they carry. */
 export type QueryFingerprint = { digest: string; seal: CursorSeal };
 
+/** What a cursor belongs to: the query (its fingerprint) and the keys it orders by. */
+export type CursorQuery = { fingerprint: QueryFingerprint; keys: readonly KeysetKey[] };
+
 export function queryFingerprint(query: Record<string, unknown>, seal: CursorSeal): QueryFingerprint {
   return { digest: createHash('sha256').update(canonicalJson(query)).digest('base64url').slice(0, 22), seal };
 }
@@ -78,7 +81,7 @@ function canonicalJson(value: unknown): string {
  * The cursor after `row`: its values of the keys, as the database returned them, and its 1-based
  * position in the query's ranking when known (`null`: the cursor carries none).
  */
-export function encodeCursor(fingerprint: QueryFingerprint, keys: readonly KeysetKey[], row: Record<string, unknown>, position: number | null = null): string {
+export function encodeCursor({ fingerprint, keys }: CursorQuery, row: Record<string, unknown>, position: number | null = null): string {
   const contents = { q: fingerprint.digest, k: keys.map((key) => toCursorValue(key, row[key.field])), ...(position === null ? {} : { p: position }) };
   const body: CursorBody = { ...contents, s: fingerprint.seal.seal(contents) };
   return Buffer.from(JSON.stringify(body)).toString('base64url');
@@ -98,7 +101,7 @@ const notACursor = () => invalid('cursor is not a cursor this service gave: pass
  * value of the right type for each sort key — a forged value must not reach the database as a
  * comparison it refuses.
  */
-export function decodeCursor(db: SqlScope, cursor: string, fingerprint: QueryFingerprint, keys: readonly KeysetKey[]): DecodedCursor {
+export function decodeCursor(db: SqlScope, { fingerprint, keys }: CursorQuery, cursor: string): DecodedCursor {
   let body: unknown;
   try {
     body = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
@@ -181,7 +184,7 @@ export function keyset(keys: readonly KeysetKey[], values: readonly unknown[], s
     const op = side === 'after' ? strictOp(lead, side) : inclusiveOp(lead, side);
     return sql`(${sql.raw(keys.map((key) => key.column).join(', '))}) ${sql.raw(op)} (${sql.list(values)})`;
   }
-  const compared = lexicographic(keys, values, 0, side);
+  const compared = lexicographic({ keys, values, side }, 0);
   if (lead.nullable || keys.length === 1) return compared;
   // A redundant bound on the leading key: what lets the databases read the index as a range.
   return sql`${column(lead)} ${sql.raw(inclusiveOp(lead, side))} ${values[0]} and ${compared}`;
@@ -189,19 +192,22 @@ export function keyset(keys: readonly KeysetKey[], values: readonly unknown[], s
 
 /** Whether the side of a key's value that `side` keeps holds the greater values. */
 const upward = (key: KeysetKey, side: KeysetSide) => (key.direction === 'asc') === (side === 'after');
+/** A keyset bound: the keys, a row's values of them, and which side of the row is asked for. */
+type Bound = { keys: readonly KeysetKey[]; values: readonly unknown[]; side: KeysetSide };
+
 const strictOp = (key: KeysetKey, side: KeysetSide) => (upward(key, side) ? '>' : '<');
 const inclusiveOp = (key: KeysetKey, side: KeysetSide) => (upward(key, side) ? '>=' : '<=');
 /** A key's column, the code's own. */
 const column = (key: KeysetKey) => sql.raw(key.column);
 
-function lexicographic(keys: readonly KeysetKey[], values: readonly unknown[], index: number, side: KeysetSide): Statement {
+function lexicographic({ keys, values, side }: Bound, index: number): Statement {
   const key = keys[index]!;
   const value = values[index];
   if (index === keys.length - 1 && side === 'not after' && !key.nullable) return sql`${column(key)} ${sql.raw(inclusiveOp(key, side))} ${value}`;
   const beyond = strictly(key, value, side);
   const same = value === null ? sql`${column(key)} is null` : sql`${column(key)} = ${value}`;
   if (index === keys.length - 1) return side === 'after' ? beyond : sql`(${beyond} or ${same})`;
-  return sql`(${beyond} or (${same} and ${lexicographic(keys, values, index + 1, side)}))`;
+  return sql`(${beyond} or (${same} and ${lexicographic({ keys, values, side }, index + 1)}))`;
 }
 
 /** The rows past `value` on one key, towards the side kept: strictly after it, or strictly before it. */

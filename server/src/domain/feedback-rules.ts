@@ -38,7 +38,10 @@ export const noSuchQueue = (where: string, projectId: string) => invalid(`${wher
  * Applies every rule to one element; the thrown 400 names the element (`where`, e.g. `batch[3].`,
  * empty for a single record) and the field.
  */
-export function checkFeedback(element: FeedbackCreateReq, where: string, lookups: FeedbackLookups, maxPayloadBytes: number): CheckedFeedback {
+export function checkFeedback(
+  element: FeedbackCreateReq,
+  { where, lookups, maxPayloadBytes }: { where: string; lookups: FeedbackLookups; maxPayloadBytes: number },
+): CheckedFeedback {
   const at = (field: string) => `${where}${field}`;
   const fail = (field: string, reason: string) => invalid(`${at(field)} ${reason}`);
   const projectId = element.project_id;

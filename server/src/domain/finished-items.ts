@@ -35,7 +35,7 @@ export async function finishedItems(
   ];
   const fingerprint = queryFingerprint({ of: 'finished', project_id: req.project_id, queue_id: req.queue_id, user: userId, states: states.sort() }, page.seal);
   if (page.cursor !== undefined) {
-    where.push(keyset(KEYS, decodeCursor(db, page.cursor, fingerprint, KEYS).values, 'after'));
+    where.push(keyset(KEYS, decodeCursor(db, { fingerprint, keys: KEYS }, page.cursor).values, 'after'));
   }
   const read = await budgetedPage(
     {
@@ -66,7 +66,7 @@ export async function finishedItems(
   );
   return {
     finished: read.rows.map((row) => ({ item: toItemDto(row), annotation_state: row.my_state, finished_at: isoFromSql(row.finished_at) })),
-    next_cursor: nextCursorOf(read, (row) => encodeCursor(fingerprint, KEYS, row)),
+    next_cursor: nextCursorOf(read, (row) => encodeCursor({ fingerprint, keys: KEYS }, row)),
   };
 }
 

@@ -60,7 +60,7 @@ export class HeapBudget {
   }
 
   /** @internal (HeapHold) */
-  take(hold: HeapHold, units: number, waitMs: number, ahead: boolean): boolean | Promise<boolean> {
+  take(hold: HeapHold, units: number, { waitMs, ahead }: { waitMs: number; ahead: boolean }): boolean | Promise<boolean> {
     if (units <= 0) return true;
     if (hold.held + units > this.largest) return false;
     const admitted = this.#accountsAdmit(hold, units);
@@ -178,7 +178,7 @@ export class HeapHold {
    */
   take(units: number, waitMs: number, ahead = false): boolean | Promise<boolean> {
     if (this.#released) return false;
-    const taken = this.#budget.take(this, units, waitMs, ahead);
+    const taken = this.#budget.take(this, units, { waitMs, ahead });
     if (typeof taken === 'boolean') return taken;
     return taken.then((ok) => {
       if (ok && this.#released) this.#budget.give(this, units);

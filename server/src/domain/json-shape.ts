@@ -65,10 +65,10 @@ export class JsonMeter {
         // precede it (a run from an earlier chunk is carried in `escaped`).
         const quote = bytes.indexOf(QUOTE, i);
         if (quote < 0) {
-          escaped = oddBackslashesBefore(bytes, i, length, escaped);
+          escaped = oddBackslashesBefore(bytes, { from: i, end: length }, escaped);
           break;
         }
-        if (!oddBackslashesBefore(bytes, i, quote, escaped)) inString = false;
+        if (!oddBackslashesBefore(bytes, { from: i, end: quote }, escaped)) inString = false;
         escaped = false;
         i = quote;
         continue;
@@ -107,7 +107,7 @@ export class JsonMeter {
  * Whether the bytes before `end` (from `from` on) end in an odd run of backslashes, counting a
  * run that continues from before `from` (`escapedBefore`: that run was odd).
  */
-function oddBackslashesBefore(bytes: Uint8Array, from: number, end: number, escapedBefore: boolean): boolean {
+function oddBackslashesBefore(bytes: Uint8Array, { from, end }: { from: number; end: number }, escapedBefore: boolean): boolean {
   let count = 0;
   let j = end - 1;
   while (j >= from && bytes[j] === BACKSLASH) {

@@ -3,8 +3,11 @@ import { onPostgres, sqlDate, sqlRows, sqlRun, type SqlScope } from '../db/sql.t
 import { sql } from '../db/statement.ts';
 import { publishingTransaction, queueEvent, type QueueEventPublisher } from './queue-events.ts';
 import { invalid, notFound } from './errors.ts';
-import { ITEM_COLUMNS, liveItem, queueIsLive, toItemDto, type ItemRow } from './queue-items.ts';
+import { ITEM_COLUMNS, itemRefOf, liveItem, queueIsLive, toItemDto, type ItemRow } from './queue-items.ts';
 import { decideTransition } from './transitions.ts';
+
+/** One annotator's new state of an item: a new record or a change of theirs, with its lease. */
+export type ProgressChange = { annotatorId: string; state: ProgressState; action: 'insert' | 'update'; leaseSeconds: number; now?: Date };
 
 /**
  * Writes one annotator's progress record and makes it the item's shown state, unless another
@@ -14,11 +17,7 @@ import { decideTransition } from './transitions.ts';
 export async function recordProgress(
   db: SqlScope,
   item: { id: string; queue_id: string },
-  annotatorId: string,
-  state: ProgressState,
-  action: 'insert' | 'update',
-  leaseSeconds: number,
-  now = new Date(),
+  { annotatorId, state, action, leaseSeconds, now = new Date() }: ProgressChange,
 ): Promise<boolean> {
   const at = sqlDate(db, now);
   // in_progress holds a lease (it counts against annotations_per_item until it expires).
@@ -58,7 +57,7 @@ async function itemForWrite(tx: SqlScope, req: AnnotationQueueItemProgressReq, u
     if (row) return { item: row, state: row.caller_state };
     // No such live item: liveItem answers the 404.
   }
-  const item = await liveItem(tx, req.project_id, req.queue_id, req.item_id, true);
+  const item = await liveItem(tx, itemRefOf(req), true);
   const [current] = await sqlRows<CallerState>(tx, sql`select
       (select p.state from annotation_item_progress p where p.item_id = ${req.item_id} and p.annotator_user_id = ${userId}) as state,
       case when ${queueIsLive(req.queue_id)} then 1 else 0 end as live`);
@@ -78,9 +77,9 @@ export async function updateProgress(
     const decision = decideTransition(state, req.annotation_state);
     if (decision.action === 'reject') throw invalid(decision.reason);
     if (decision.action === 'none') return toItemDto(item);
-    const shown = await recordProgress(tx, item, userId, req.annotation_state, decision.action, item.lease_seconds);
-    record(queueEvent('progress', req.project_id, req.queue_id, req.item_id));
-    if (!shown) return toItemDto(await liveItem(tx, req.project_id, req.queue_id, req.item_id));
+    const shown = await recordProgress(tx, item, { annotatorId: userId, state: req.annotation_state, action: decision.action, leaseSeconds: item.lease_seconds });
+    record(queueEvent('progress', itemRefOf(req)));
+    if (!shown) return toItemDto(await liveItem(tx, itemRefOf(req)));
     return toItemDto({ ...item, state: req.annotation_state, state_annotator_user_id: userId });
   });
 }

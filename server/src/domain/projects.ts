@@ -51,7 +51,7 @@ export async function queryProjects(db: SqlScope, { user, req, budget }: { user:
     sql`select sum(${storedBytes(db, 'id')} * 2 + ${storedBytes(db, 'entity')} + ${storedBytes(db, 'name')} + ${sql.raw(String(PROJECT_FRAME_BYTES))}) as bytes
        from projects where entity in (${sql.list(entities)})`,
   );
-  requireAnswerFits('projects', total?.bytes ?? 0, budget, 'ask for one entity at a time');
+  requireAnswerFits({ what: 'projects', bytes: total?.bytes ?? 0, budget, narrower: 'ask for one entity at a time' });
   // Counts and the earliest times per table: computed columns, which typed Kysely would not convert (see typedKysely).
   const rows = await sqlRows<ProjectRow>(db, sql`select p.id, p.entity, p.name,\n  ${COLUMNS}\nfrom projects p where p.entity in (${sql.list(entities)})`);
   const projects: Project[] = [];

@@ -21,7 +21,10 @@ export type QueueEventPublisher = {
   committed(events: readonly QueueBusEvent[]): void;
 };
 
-export function queueEvent(type: AnnotationQueueEvent['type'], projectId: string, queueId: string, itemId?: string): QueueBusEvent {
+/** Where an event happened: a queue of a project, and the item when it is about one. */
+export type QueueEventPlace = { projectId: string; queueId: string; itemId?: string };
+
+export function queueEvent(type: AnnotationQueueEvent['type'], { projectId, queueId, itemId }: QueueEventPlace): QueueBusEvent {
   return { type, queue_id: queueId, ...(itemId === undefined ? {} : { item_id: itemId }), at: new Date().toISOString(), project_id: projectId };
 }
 

@@ -62,18 +62,20 @@ export function toItemDto(row: ItemRow, position: number | null = null): Annotat
 const itemNotFound = (projectId: string, queueId: string, itemId: string) =>
   notFound(`Item "${itemId}" does not exist in annotation queue "${queueId}" of project ${projectId}.`);
 
+/** An item as a path names it. */
+export type ItemRef = { projectId: string; queueId: string; itemId: string };
+
+/** The item a request names. */
+export function itemRefOf(req: { project_id: string; queue_id: string; item_id: string }): ItemRef {
+  return { projectId: req.project_id, queueId: req.queue_id, itemId: req.item_id };
+}
+
 /**
  * The live item named in a path (in a live queue of that project, whose lease it carries), or 404.
  * `forWrite` locks the item's row and takes the queue's write lock shared (see
  * queueWriteLockTerm: the caller re-checks the queue in a later statement of its transaction).
  */
-export async function liveItem(
-  db: SqlScope,
-  projectId: string,
-  queueId: string,
-  itemId: string,
-  forWrite = false,
-): Promise<ItemRow & { lease_seconds: number }> {
+export async function liveItem(db: SqlScope, { projectId, queueId, itemId }: ItemRef, forWrite = false): Promise<ItemRow & { lease_seconds: number }> {
   const forUpdate = forWrite ? lockClause(db, 'for update of i') : NOTHING;
   const queueLock = forWrite ? queueWriteLockTerm(db, queueId) : NOTHING;
   const rows = await sqlRows<ItemRow & { lease_seconds: number }>(db,
@@ -148,7 +150,7 @@ export async function addItems(
       for (const row of inserted) added.add(row.call_id);
     }
     // One event for the whole add, without item ids: clients refetch the queue's items anyway.
-    if (added.size) record(queueEvent('items_added', req.project_id, req.queue_id));
+    if (added.size) record(queueEvent('items_added', { projectId: req.project_id, queueId: req.queue_id }));
   });
   return {
     added_count: added.size,
@@ -190,7 +192,7 @@ export async function queryItems(
   const filtered = where.length > 1;
   const keys = sortKeys(req.sort_by);
   const fingerprint = queryFingerprint({ of: 'items', project_id: req.project_id, queue_id: req.queue_id, filter, keys }, page.seal);
-  const cursor = page.cursor === undefined ? undefined : decodeCursor(db, page.cursor, fingerprint, keys);
+  const cursor = page.cursor === undefined ? undefined : decodeCursor(db, { fingerprint, keys }, page.cursor);
   if (cursor) where.push(keyset(keys, cursor.values, 'after'));
   const read = await budgetedPage(
     {
@@ -223,11 +225,11 @@ export async function queryItems(
   if (!filtered && before !== null) positions = rows.map((_, index) => before + index + 1);
   else if (req.include_position) {
     // A cursor without a position (its page was filtered and not ranked) ranks from the queue's start.
-    positions = await positionsOf(db, req.queue_id, keys, rows, cursor && cursor.position !== null ? cursor : undefined);
+    positions = await positionsOf(db, rows, { queueId: req.queue_id, keys, cursor: cursor && cursor.position !== null ? cursor : undefined });
   }
   return {
     items: rows.map((row, index) => toItemDto(row, req.include_position ? (positions?.[index] ?? null) : null)),
-    next_cursor: nextCursorOf(read, (row) => encodeCursor(fingerprint, keys, row, positions?.at(-1) ?? null)),
+    next_cursor: nextCursorOf(read, (row) => encodeCursor({ fingerprint, keys }, row, positions?.at(-1) ?? null)),
   };
 }
 
@@ -248,10 +250,8 @@ const ITEM_FRAME_BYTES = 480;
  */
 async function positionsOf(
   db: SqlScope,
-  queueId: string,
-  keys: readonly KeysetKey[],
   rows: readonly ItemRow[],
-  cursor: DecodedCursor | undefined,
+  { queueId, keys, cursor }: { queueId: string; keys: readonly KeysetKey[]; cursor: DecodedCursor | undefined },
 ): Promise<(number | null)[]> {
   const last = rows.at(-1);
   if (!last) return [];
@@ -274,13 +274,13 @@ export async function deleteItem(
   { projectId, queueId, itemId, events }: { projectId: string; queueId: string; itemId: string; events: QueueEventPublisher },
 ): Promise<AnnotationQueueItem> {
   return publishingTransaction(db, events, async (tx, record) => {
-    const row = await liveItem(tx, projectId, queueId, itemId, true);
+    const row = await liveItem(tx, { projectId, queueId, itemId }, true);
     const now = new Date();
     const changed = await sqlRun(tx,
       sql`update annotation_queue_items set deleted_at = ${sqlDate(tx, now)}, updated_at = ${sqlDate(tx, now)} where id = ${itemId} and ${queueIsLive(queueId)}`,
     );
     if (!changed) throw itemNotFound(projectId, queueId, itemId);
-    record(queueEvent('items_deleted', projectId, queueId, itemId));
+    record(queueEvent('items_deleted', { projectId, queueId, itemId }));
     return toItemDto({ ...row, deleted_at: now, updated_at: now });
   });
 }
