@@ -1,0 +1,28 @@
+import { Migration } from '@mikro-orm/migrations';
+
+/**
+ * Full-text search over calls (CallFilter.text, contract 5.1): an FTS5 table of each call's string
+ * values of inputs and output, filled by a trigger on insert (calls are never updated: a second
+ * create of an id is a retry or a 409) and here for the calls stored before it. Contentless: the
+ * words are indexed, the text is not kept twice; the project and call id are kept unindexed to
+ * find the call (a rowid would change under VACUUM). Case-folded, diacritics kept, as PostgreSQL's
+ * 'simple' configuration does.
+ */
+export class Migration0011CallText extends Migration {
+  override up(): void {
+    this.addSql(`create virtual table calls_text using fts5(project_id unindexed, call_id unindexed, body,
+      content = '', contentless_unindexed = 1, tokenize = 'unicode61 remove_diacritics 0')`);
+    this.addSql(`create trigger calls_text_insert after insert on calls begin
+      insert into calls_text (project_id, call_id, body)
+        select new.project_id, new.id, group_concat(value, char(10))
+          from (select value from json_tree(new.inputs) where type = 'text' union all select value from json_tree(new.output) where type = 'text')
+        having count(*) > 0;
+    end`);
+    this.addSql(`insert into calls_text (project_id, call_id, body)
+      select project_id, id, body from (
+        select c.project_id, c.id, (select group_concat(value, char(10))
+          from (select value from json_tree(c.inputs) where type = 'text' union all select value from json_tree(c.output) where type = 'text')) as body
+          from calls c)
+       where body is not null`);
+  }
+}
