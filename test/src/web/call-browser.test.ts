@@ -126,9 +126,20 @@ describeInBrowser('call browser in Chromium', () => {
         await filter(page, 'CHAT', 'refund');
         await page.getByRole('row').filter({ has: page.getByText('refund-0000', { exact: true }) }).waitFor();
         await page.getByLabel('Queue', { exact: true }).selectOption({ label: 'Refunds' });
+        // The second page of matching calls is held until the progress of the first is shown.
+        let release!: () => void;
+        const held = new Promise<void>((resolve) => (release = resolve));
+        await page.route(/\/trpc\/calls\.query/, async (route) => {
+          if (route.request().url().includes('cursor')) await held;
+          await route.continue();
+        });
         await page.getByRole('button', { name: 'Add all matching' }).focus();
         await page.keyboard.press('Enter');
         const answer = page.locator('.add-answer');
+        await answer.getByText('Adding the matching calls to Refunds: 1,000 found, 1,000 added so far…').waitFor();
+        expect(await page.getByRole('button', { name: 'Stop' }).isVisible()).toBe(true);
+        expect(await page.getByRole('button', { name: 'Add to queue' }).isDisabled()).toBe(true);
+        release();
         await answer.getByText(`Added ${MATCHING.toLocaleString('en')} of ${MATCHING.toLocaleString('en')} matching calls to Refunds.`).waitFor({ timeout: 30_000 });
         expect(await answer.locator('dd').allInnerTexts()).toEqual([String(MATCHING), '0', '0']);
         const items = await queryItems(server, alice.api_key, projectId, queueId, { limit: 10_000 });
