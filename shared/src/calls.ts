@@ -104,7 +104,7 @@ export const CallFilter = z
       .optional()
       .meta({
         description:
-          `calls whose inputs or output (their string values) hold every word, whole and case-insensitive; at most ` +
+          `calls whose inputs or output (their string values, the first 60,000 characters of each) hold every word, whole and case-insensitive; at most ` +
           `${MAX_CALL_TEXT_LENGTH} characters and ${MAX_CALL_TEXT_WORDS} words. Search syntax is not interpreted: quotes, * and OR are plain text`,
       }),
     attributes: z.array(AttributeCondition).max(MAX_ATTRIBUTE_CONDITIONS).optional(),

@@ -22,13 +22,12 @@ export function callFilterConditions(db: SqlScope, filter: CallFilter): Statemen
 }
 
 /**
- * PostgreSQL: the expression of the GIN index `calls_text_idx` (Migration0011CallText), written
- * the same so the planner uses it. plainto_tsquery reads the text as words only (no operators) and
- * requires all of them.
+ * PostgreSQL: `calls_text_vector`, the function the GIN index `calls_text_idx` is on
+ * (Migration0011CallText), so the index answers it. plainto_tsquery reads the text as words only
+ * (no operators) and requires all of them.
  */
 function postgresText(text: string): Statement {
-  return sql`(jsonb_to_tsvector('simple', coalesce(inputs, 'null'::jsonb), '["string"]') || jsonb_to_tsvector('simple', coalesce(output, 'null'::jsonb), '["string"]'))
-    @@ plainto_tsquery('simple', ${text})`;
+  return sql`calls_text_vector(inputs, output) @@ plainto_tsquery('simple', ${text})`;
 }
 
 /**

@@ -117,6 +117,25 @@ describeEachBackend('CallFilter', (backend) => {
     expect(huge.status).toBe(400);
   });
 
+  it('stores a call of more text than a text-search vector holds, and finds the words of its first 60,000 characters', async () => {
+    const bigProject = 'acme/filter-big';
+    const words = Array.from({ length: 100_000 }, (_, i) => `w${i}x${i * 7919}`);
+    const text = words.join(' '); // 1.4 million characters of distinct words: more than a 1 MB tsvector holds
+    const stored = await rest(server, 'POST', '/calls/batch/create', {
+      key: member.api_key,
+      body: { batch: [{ project_id: bigProject, id: 'big', op_name: 'big', started_at: '2026-02-01T00:00:00.000Z', inputs: { a: text }, output: text.toUpperCase() }] },
+    });
+    expect(stored.status, stored.text).toBe(200);
+    const found = async (text: string) => {
+      const reply = await query({ text }, { project_id: bigProject });
+      expect(reply.status, reply.text).toBe(200);
+      return reply.body.calls.map((call: { id: string }) => call.id);
+    };
+    expect(await found(words[10]!)).toEqual(['big']);
+    expect(await found(`${words[20]} ${words[10]}`)).toEqual(['big']);
+    expect(await found(words[99_999]!)).toEqual([]); // past the indexed characters
+  });
+
   it('attribute conditions: eq and neq by JSON type and value, exists, not_exists', async () => {
     expect(await ids({ attributes: [{ path: 'gen_ai.request.model', op: 'eq', value: 'gpt-4o' }] })).toEqual(['c1']);
     expect(await ids({ attributes: [{ path: 'gen_ai.request.model', op: 'neq', value: 'gpt-4o' }] })).toEqual(['c2', 'c3', 'c4']);

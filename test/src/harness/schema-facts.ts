@@ -19,8 +19,9 @@ export const DIALECT_ONLY_TABLES: Record<string, string> = {
  * Full-text search of calls (CallFilter.text, Migration0011CallText) is each dialect's own by
  * design, and the entities cannot declare either form: on SQLite an FTS5 virtual table `calls_text`
  * (its shadow tables `calls_text_*`) and the trigger `calls_text_insert`, which sqliteSchema does
- * not read (pragma_table_list types them `virtual` and `shadow`, not `table`); on PostgreSQL a GIN
- * index on an expression, listed here and left out of the catalog's lines.
+ * not read (pragma_table_list types them `virtual` and `shadow`, not `table`); on PostgreSQL the
+ * function `calls_text_vector` (functions are no lines here) and a GIN index on it, listed here and
+ * left out of the catalog's lines.
  * test/src/db/entity-schema.test.ts checks that each dialect has its own.
  */
 export const DIALECT_ONLY_INDEXES: Record<string, string> = {

@@ -513,7 +513,7 @@ export interface components {
              */
             started_before?: string;
             has_exception?: boolean;
-            /** @description calls whose inputs or output (their string values) hold every word, whole and case-insensitive; at most 256 characters and 16 words. Search syntax is not interpreted: quotes, * and OR are plain text */
+            /** @description calls whose inputs or output (their string values, the first 60,000 characters of each) hold every word, whole and case-insensitive; at most 256 characters and 16 words. Search syntax is not interpreted: quotes, * and OR are plain text */
             text?: string;
             attributes?: components["schemas"]["AttributeCondition"][];
         };
