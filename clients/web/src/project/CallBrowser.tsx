@@ -124,6 +124,7 @@ export function CallBrowser({ client, session, projectId, access }: { client: Lo
   const startAdding = (): string | undefined => {
     setFailure(undefined);
     setAdded(null);
+    setMatching(null);
     if (!target) {
       setFailure('Create a queue first: calls are added to a queue.');
       return undefined;
