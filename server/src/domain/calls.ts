@@ -1,6 +1,5 @@
 import type { Call as CallDto, CallCreateReq, CallQueryReq } from '@loupe/shared';
 import {
-  inList,
   isoFromSql,
   isoOrNullFromSql,
   jsonAsText,
@@ -14,6 +13,7 @@ import {
 } from '../db/sql.ts';
 import { sql } from '../db/statement.ts';
 import { ensureProject } from './access.ts';
+import { callFilterConditions } from './call-filter.ts';
 import { answersBusy, budgetedPage, jsonDensity, rowTooLarge } from './answer-budget.ts';
 import { conflict, invalid, notFound } from './errors.ts';
 import { contentHash, firstPositions, insertThenCompare } from './idempotency.ts';
@@ -199,12 +199,7 @@ const CALL_KEYS: KeysetKey[] = [
 export async function queryCalls(db: SqlScope, query: CallQueryReq, page: Page): Promise<CursorPage<CallDto>> {
   const filter = query.filter ?? {};
   const fingerprint = queryFingerprint({ of: 'calls', project_id: query.project_id, filter }, page.seal);
-  const where = [
-    sql`project_id = ${query.project_id}`,
-    ...inList('id', filter.call_ids),
-    ...inList('op_name', filter.op_names),
-    ...inList('trace_id', filter.trace_ids),
-  ];
+  const where = [sql`project_id = ${query.project_id}`, ...callFilterConditions(db, filter)];
   if (page.cursor !== undefined) where.push(keyset(CALL_KEYS, decodeCursor(db, { fingerprint, keys: CALL_KEYS }, page.cursor).values, 'after'));
   const read = await budgetedPage(
     {

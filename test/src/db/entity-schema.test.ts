@@ -1,4 +1,4 @@
-import { openDatabase, unitOfWork, type Orm } from '@loupe/server';
+import { openDatabase, sql, sqlRows, unitOfWork, type Orm } from '@loupe/server';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeEachBackend } from '../harness/backends.ts';
 import { freshDatabase, type TestDatabase } from '../harness/databases.ts';
@@ -43,5 +43,14 @@ describeEachBackend('the entities describe the schema the migrations make', (bac
       onlyInMigrations: catalog.filter((line) => !entities.includes(line)).sort(),
     };
     expect(drift, 'the entities and the migrations disagree').toEqual({ onlyInEntities: [], onlyInMigrations: [] });
+  });
+
+  it('has the full-text search of calls its dialect makes, which the entities cannot declare (DIALECT_ONLY_INDEXES)', async () => {
+    const em = unitOfWork(orm);
+    const found =
+      backend === 'sqlite'
+        ? await sqlRows<{ name: string }>(em, sql`select name from sqlite_master where name in ('calls_text', 'calls_text_insert') order by name`)
+        : await sqlRows<{ name: string }>(em, sql`select indexname as name from pg_indexes where tablename = 'calls' and indexname = 'calls_text_idx' and indexdef like '%USING gin%'`);
+    expect(found.map((row) => row.name)).toEqual(backend === 'sqlite' ? ['calls_text', 'calls_text_insert'] : ['calls_text_idx']);
   });
 });

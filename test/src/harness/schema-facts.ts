@@ -15,6 +15,19 @@ export const DIALECT_ONLY_TABLES: Record<string, string> = {
   auth_failures: 'postgresql',
 };
 
+/**
+ * Full-text search of calls (CallFilter.text, Migration0011CallText) is each dialect's own by
+ * design, and the entities cannot declare either form: on SQLite an FTS5 virtual table `calls_text`
+ * (its shadow tables `calls_text_*`) and the trigger `calls_text_insert`, which sqliteSchema does
+ * not read (pragma_table_list types them `virtual` and `shadow`, not `table`); on PostgreSQL the
+ * function `calls_text_vector` (functions are no lines here) and a GIN index on it, listed here and
+ * left out of the catalog's lines.
+ * test/src/db/entity-schema.test.ts checks that each dialect has its own.
+ */
+export const DIALECT_ONLY_INDEXES: Record<string, string> = {
+  calls_text_idx: 'postgresql',
+};
+
 /** Loose form of a partial index's predicate: no quotes, parentheses, case or spacing differences. */
 function predicate(sql: string | null | undefined): string {
   if (!sql) return '';
@@ -81,7 +94,7 @@ export type Index = { table: string; name: string; columns: string[]; unique: bo
  */
 function indexLines(indexes: Index[]): string[] {
   return indexes
-    .filter((index) => !index.primary)
+    .filter((index) => !index.primary && !(index.name in DIALECT_ONLY_INDEXES))
     .map((index) => {
       const what = index.constraint ? 'unique constraint' : `${index.unique ? 'unique ' : ''}index ${index.name}`;
       return `${index.table} ${what} (${index.columns.join(', ')})${index.where}`;

@@ -496,6 +496,35 @@ export interface components {
             } | null;
             exception?: string | null;
         };
+        CallFilter: {
+            call_ids?: string[];
+            op_names?: string[];
+            /** @description case-insensitive substring of op_name */
+            op_name_contains?: string;
+            trace_ids?: string[];
+            /**
+             * Format: date-time
+             * @description started_at ≥ this
+             */
+            started_after?: string;
+            /**
+             * Format: date-time
+             * @description started_at < this
+             */
+            started_before?: string;
+            has_exception?: boolean;
+            /** @description calls whose inputs or output (their string values, the first 60,000 characters of each) hold every word, whole and case-insensitive; at most 256 characters and 16 words. Search syntax is not interpreted: quotes, * and OR are plain text */
+            text?: string;
+            attributes?: components["schemas"]["AttributeCondition"][];
+        };
+        /** @description eq/neq: same JSON type and value (neq: any other call, one without the path too); exists/not_exists: the path is present (a JSON null counts); gt/gte/lt/lte: a number at the path compared with a number; contains: a string at the path holds the value (case-sensitive) */
+        AttributeCondition: {
+            /** @description dotted path into the call's attributes, e.g. gen_ai.request.model */
+            path: string;
+            /** @enum {string} */
+            op: "eq" | "neq" | "exists" | "not_exists" | "gt" | "gte" | "lt" | "lte" | "contains";
+            value?: string | number | boolean;
+        };
         FeedbackCreateReq: {
             /**
              * @description `<entity>/<project>`
@@ -2837,11 +2866,7 @@ export interface operations {
                      * @example acme/chatbot
                      */
                     project_id: string;
-                    filter?: {
-                        call_ids?: string[];
-                        op_names?: string[];
-                        trace_ids?: string[];
-                    };
+                    filter?: components["schemas"]["CallFilter"];
                     /** @description default 100, at most the server limit (10,000 by default) */
                     limit?: number;
                     /** @description at most 100,000: a deeper page costs a scan of every row before it */

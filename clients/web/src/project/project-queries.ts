@@ -1,4 +1,5 @@
 import type { LoupeClient, RouterInputs, RouterOutputs } from '@loupe/client';
+import type { CallFilter } from '@loupe/shared';
 import { infiniteQueryOptions, queryOptions } from '@tanstack/react-query';
 
 // What the project page reads. Keys sit under ['session', <id>] like every signed-in query, so
@@ -28,15 +29,15 @@ export const projectSpecsQuery = (client: LoupeClient, session: number, projectI
     queryFn: async () => (await client.annotationSpecs.query.query({ project_id: projectId })).specs,
   });
 
-/** The project's calls, page by page (contract 5.6), narrowed to one op name when given. */
-export const projectCallsQuery = (client: LoupeClient, session: number, projectId: string, opName: string) =>
+/** The project's calls, page by page (contract 5.6), narrowed by a CallFilter (5.1). */
+export const projectCallsQuery = (client: LoupeClient, session: number, projectId: string, filter: CallFilter) =>
   infiniteQueryOptions({
-    queryKey: ['session', session, 'project-calls', projectId, opName],
+    queryKey: ['session', session, 'project-calls', projectId, filter],
     queryFn: ({ pageParam }) =>
       client.calls.query.query({
         project_id: projectId,
         limit: CALLS_PAGE_SIZE,
-        ...(opName ? { filter: { op_names: [opName] } } : {}),
+        filter,
         ...(pageParam ? { cursor: pageParam } : {}),
       }),
     initialPageParam: null as string | null,
