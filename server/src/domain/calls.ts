@@ -16,7 +16,7 @@ import { ensureProject } from './access.ts';
 import { callFilterConditions } from './call-filter.ts';
 import { answersBusy, budgetedPage, jsonDensity, rowTooLarge } from './answer-budget.ts';
 import { conflict, invalid, notFound } from './errors.ts';
-import { contentHash, firstPositions, insertThenCompare } from './idempotency.ts';
+import { contentHash, firstPositions, insertThenCompare, type StoredBatch } from './idempotency.ts';
 import { decodeCursor, encodeCursor, keyset, keysetOrder, queryFingerprint, type KeysetKey } from './cursor.ts';
 import { cursorPage, type CursorPage, type Page, type PageLimits } from './paging.ts';
 import { newId } from './ids.ts';
@@ -105,7 +105,7 @@ type Keyed = { key: string; hash: string; id: string; call: CallCreateReq };
  * written, and bound as text (PostgreSQL casts it to jsonb). The ORM's insert wrote every value into
  * the statement's text, escaped, which took dozens of times a large call's size in heap.
  */
-export async function createCalls(db: SqlScope, userId: string, batch: readonly CallCreateReq[]): Promise<{ id: string }[]> {
+export async function createCalls(db: SqlScope, userId: string, batch: readonly CallCreateReq[]): Promise<StoredBatch<{ id: string }>> {
   batch.forEach((call, index) => {
     if (call.ended_at && Date.parse(call.ended_at) < Date.parse(call.started_at)) {
       throw invalid(`batch[${index}].ended_at (${call.ended_at}) is before its started_at (${call.started_at}).`);
@@ -121,10 +121,10 @@ export async function createCalls(db: SqlScope, userId: string, batch: readonly 
   const unique = keyed.filter((_, index) => positions[index] === index);
   const now = new Date();
 
-  await sqlTransaction(db, async (tx) => {
+  const retried = await sqlTransaction(db, async (tx) => {
     for (const projectId of new Set(unique.map(({ call }) => call.project_id))) await ensureProject(tx, projectId);
     const createdAt = sqlDate(tx, now);
-    await insertThenCompare(unique, IN_CHUNK, {
+    return insertThenCompare(unique, IN_CHUNK, {
       async insert(chunk) {
         const rows = chunk.map(({ id, hash, call }) => {
           const startedAt = sqlDate(tx, new Date(call.started_at));
@@ -154,7 +154,7 @@ export async function createCalls(db: SqlScope, userId: string, batch: readonly 
         conflict(`batch[${keyed.findIndex((k) => k.key === element.key)}]: call id "${element.id}" already exists in ${element.call.project_id} with different content.`),
     });
   });
-  return keyed.map(({ id }) => ({ id }));
+  return { results: keyed.map(({ id }) => ({ id })), newRecords: unique.length - retried.size };
 }
 
 /** A JSON column's parameter: the value's JSON text, or SQL null for an absent or null value. */

@@ -22,7 +22,7 @@ import { ensureProject } from './access.ts';
 import { conflict, DomainError, invalid, notFound } from './errors.ts';
 import { lockQueuesForWrite } from './annotation-queues.ts';
 import { checkFeedback, lookupsNeeded, noSuchQueue, type FeedbackLookups } from './feedback-rules.ts';
-import { contentHash, firstPositions, insertThenCompare } from './idempotency.ts';
+import { contentHash, firstPositions, insertThenCompare, type StoredBatch } from './idempotency.ts';
 import { compileFieldSchema } from './json-schema.ts';
 import { decodeCursor, encodeCursor, keyset, keysetOrder, queryFingerprint, type KeysetKey } from './cursor.ts';
 import { cursorPage, type CursorPage, type Page } from './paging.ts';
@@ -224,7 +224,7 @@ type StoredResult = { id: string; project_id: string; request_hash: string; crea
  * the entity manager's fork and unit of work), idempotent by id (see insertThenCompare): a retry
  * answers the stored result, different content is a 409 that rolls the whole batch back.
  */
-async function store(tx: SqlScope, prepared: readonly Prepared[], { userId, now, where }: { userId: string; now: Date; where: Where }): Promise<FeedbackCreateRes[]> {
+async function store(tx: SqlScope, prepared: readonly Prepared[], { userId, now, where }: { userId: string; now: Date; where: Where }): Promise<StoredBatch<FeedbackCreateRes>> {
   const positions = firstPositions(prepared, (index, first) =>
     invalid(`${where(index)}id "${prepared[index]!.id}" repeats batch[${first}] with different content.`),
   );
@@ -265,7 +265,7 @@ async function store(tx: SqlScope, prepared: readonly Prepared[], { userId, now,
     conflict: (p) => conflict(`${where(prepared.indexOf(p))}id "${p.id}" already exists in ${p.projectId} with different content.`),
   });
   const createdAt = now.toISOString();
-  return prepared.map((p): FeedbackCreateRes => {
+  const results = prepared.map((p): FeedbackCreateRes => {
     const row = retries.get(p.key);
     if (!row) return { id: p.id, created_at: createdAt, svc_user_id: userId, payload: p.payload };
     return {
@@ -275,6 +275,7 @@ async function store(tx: SqlScope, prepared: readonly Prepared[], { userId, now,
       payload: jsonFromSql<Record<string, unknown>>(row.payload),
     };
   });
+  return { results, newRecords: unique.length - retries.size };
 }
 
 /** Who writes which records, and how large one payload may be. */
@@ -284,8 +285,8 @@ type FeedbackWrite<T> = { userId: string; maxPayloadBytes: number } & T;
 export async function createFeedbackBatch(
   em: Em,
   { userId, batch, maxPayloadBytes }: FeedbackWrite<{ batch: readonly FeedbackCreateReq[] }>,
-): Promise<FeedbackCreateRes[]> {
-  if (!batch.length) return [];
+): Promise<StoredBatch<FeedbackCreateRes>> {
+  if (!batch.length) return { results: [], newRecords: 0 };
   const now = new Date();
   const prepared = await prepare(em, batch, { maxPayloadBytes, where: inBatch });
   return sqlTransaction(em, (tx) => store(tx, prepared, { userId, now, where: inBatch }));
@@ -297,7 +298,7 @@ export async function createFeedback(
   { userId, element, maxPayloadBytes }: FeedbackWrite<{ element: FeedbackCreateReq }>,
 ): Promise<FeedbackCreateRes> {
   const prepared = await prepare(em, [element], { maxPayloadBytes, where: single });
-  const [result] = await sqlTransaction(em, (tx) => store(tx, prepared, { userId, now: new Date(), where: single }));
+  const [result] = (await sqlTransaction(em, (tx) => store(tx, prepared, { userId, now: new Date(), where: single }))).results;
   return result!;
 }
 
@@ -310,7 +311,7 @@ export async function replaceFeedback(
   return sqlTransaction(em, async (tx) => {
     const removed = await sqlRun(tx, sql`delete from feedback where project_id = ${element.project_id} and id = ${feedbackId.toLowerCase()}`);
     if (!removed) throw notFound(`Feedback "${feedbackId}" does not exist in project ${element.project_id}.`);
-    const [result] = await store(tx, prepared, { userId, now: new Date(), where: single });
+    const [result] = (await store(tx, prepared, { userId, now: new Date(), where: single })).results;
     return result!;
   });
 }

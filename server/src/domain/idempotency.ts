@@ -41,6 +41,9 @@ export type InsertThenCompare<E extends Keyed, S> = {
  * concurrent request with the same id) are read back and compared by content hash. Equal is a
  * retry, different is a 409 that fails the whole batch. Answers the stored rows of the retries.
  */
+/** What a batch write answers: a result per element, and how many records it stored that were not stored before. */
+export type StoredBatch<R> = { results: R[]; newRecords: number };
+
 export async function insertThenCompare<E extends Keyed, S>(
   elements: readonly E[],
   chunkSize: number,

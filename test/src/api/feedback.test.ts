@@ -42,6 +42,18 @@ describeEachBackend('feedback', (backend) => {
   const stored = (projectId: string, body: Record<string, unknown> = {}, key = member.api_key) => queryFeedback(server, key, projectId, body);
   const ids = (records: { id: string }[]) => records.map((r) => r.id);
 
+  it('says in Loupe-New-Records how many records the request stored anew: a retry by id stores none', async () => {
+    const projectId = 'acme/new-records';
+    const elements = [0, 1, 2].map((n) => freeForm(projectId, { feedback_type: 'note', payload: { n } }));
+    const first = await create(elements);
+    expect(first.status, first.text).toBe(200);
+    expect(first.headers.get('loupe-new-records')).toBe('3');
+    const retried = await create([...elements, freeForm(projectId, { feedback_type: 'note', payload: { n: 3 } })]);
+    expect(retried.status, retried.text).toBe(200);
+    expect(retried.headers.get('loupe-new-records')).toBe('1');
+    expect(await stored(projectId)).toHaveLength(4);
+  });
+
   it('returns one result per element, in input order, and stores every request field plus created_at and svc_user_id', async () => {
     const projectId = 'acme/basic';
     const queueId = await createQueue(server, member.api_key, projectId);

@@ -56,6 +56,24 @@ describeEachBackend('loupe specs and queues: the round trip from the CLI', (back
     expect(items.map((item) => item.call_id).sort()).toEqual(calls.map((call) => call.id).sort());
   });
 
+  it('says how many records an import stored anew: a repeat import stores none and says so', async () => {
+    const project = 'acme/again';
+    const path = join(dir, 'again.jsonl');
+    writeJsonl(path, Array.from({ length: 12 }, (_, n) => callLine(undefined, n, true)));
+    const first = await runCli(target, ['import', 'calls', path, '--project', project]);
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stderr).toMatch(/^calls: 12 of 12 records stored; lines 1-12; 12 new; /m);
+    const again = await runCli(target, ['import', 'calls', path, '--project', project]);
+    expect(again.stderr).toMatch(/^calls: 12 of 12 records stored; lines 1-12; 0 new \(all already stored\); /m);
+    const json = await runCliJson<{ stored: number; new_records: number }>(target, ['import', 'calls', path, '--project', project]);
+    expect(json).toMatchObject({ stored: 12, new_records: 0 });
+    // The count is the server's, per answer: two new calls among ten stored ones.
+    writeJsonl(path, Array.from({ length: 12 }, (_, n) => callLine(undefined, n < 10 ? n : n + 100, true)));
+    expect((await runCliJson<{ new_records: number }>(target, ['import', 'calls', path, '--project', project])).new_records).toBe(2);
+    const { calls } = await client(server, member.api_key).calls.query.query({ project_id: project, limit: 100 });
+    expect(calls).toHaveLength(14);
+  });
+
   it('says what is wrong: usage errors exit 1, an unreachable server is named, a refusal exits 2', async () => {
     const badSchema = await runCli(target, ['specs', 'create', '--project', 'acme/trip', '--name', 'x', '--schema', '{nope']);
     expect(badSchema.code).toBe(1);

@@ -26,13 +26,20 @@ function exitCodeOf(summary: ImportSummary): ExitCode {
 const SERVER_BODY_BYTES = 32 * 1024 * 1024;
 const SERVER_JSON_DEPTH = 64;
 
-function describe(summary: ImportSummary): string {
+/** An import's summary with how many of its stored records are new (null: the server did not say). */
+type Outcome = ImportSummary & { new_records: number | null };
+
+function describe(summary: Outcome): string {
   const parts = [`${summary.kind}: ${summary.stored.toLocaleString('en')} of ${summary.records.toLocaleString('en')} records stored`];
   parts.push(`lines ${formatRanges(summary.stored_lines)}`);
   if (summary.bad_lines) parts.push(`${summary.bad_lines} bad line${summary.bad_lines === 1 ? '' : 's'}`);
   if (summary.stopped_at_line !== null) parts.push(`stopped at line ${summary.stopped_at_line}: nothing after it was sent`);
   if (summary.fatal) parts.push(`stopped: ${summary.fatal.status ?? 'no answer'} ${summary.fatal.reason}`);
   if (summary.retries) parts.push(`${summary.retries} retries`);
+  if (summary.new_records !== null) {
+    const allOld = summary.new_records === 0 && summary.stored > 0;
+    parts.push(`${summary.new_records.toLocaleString('en')} new${allOld ? ' (all already stored)' : ''}`);
+  }
   parts.push(`${summary.seconds}s, ${summary.records_per_s.toLocaleString('en')} records/s`);
   return parts.join('; ');
 }
@@ -52,7 +59,8 @@ function importCommand(kind: ImportKind, globals: () => GlobalOptions): Command 
     .action(async (file: string, flags: ImportFlags) => {
       const options = globals();
       const json = options.json ?? false;
-      const client = connect(options);
+      const newRecords = newRecordsCounter();
+      const client = connect(options, { fetch: newRecords.fetch });
       const send = kind === 'calls'
         ? (batch: Record<string, unknown>[]) => client.calls.batchCreate.mutate({ batch: batch as never })
         : (batch: Record<string, unknown>[]) => client.feedback.batchCreate.mutate({ batch: batch as never });
@@ -71,9 +79,27 @@ function importCommand(kind: ImportKind, globals: () => GlobalOptions): Command 
         progress,
         onBadLine: (bad) => progress.log(`line ${bad.line}: ${bad.reason}`),
       });
-      printSummary(json, summary, describe(summary));
+      const outcome: Outcome = { ...summary, new_records: newRecords.total() };
+      printSummary(json, outcome, describe(outcome));
       process.exitCode = exitCodeOf(summary);
     });
+}
+
+/**
+ * Sums the server's count of records each answer stored anew (its Loupe-New-Records header; a
+ * record sent again with the same id and content is stored already). Null when no answer said.
+ */
+function newRecordsCounter(): { fetch: typeof globalThis.fetch; total: () => number | null } {
+  let total: number | null = null;
+  return {
+    fetch: async (input, init) => {
+      const response = await globalThis.fetch(input, init);
+      const header = response.ok ? response.headers.get('loupe-new-records') : null;
+      if (header !== null && /^\d+$/.test(header)) total = (total ?? 0) + Number(header);
+      return response;
+    },
+    total: () => total,
+  };
 }
 
 export function importCommands(globals: () => GlobalOptions): Command {

@@ -2,6 +2,7 @@ import { CallBatchCreateReq, CallBatchCreateRes, CallQueryReq, CallQueryRes, Cal
 import { createCalls, queryCalls, readCall } from '../../domain/calls.ts';
 import { resolvePaging } from '../../domain/paging.ts';
 import { router } from '../trpc.ts';
+import { answerNewRecords } from '../new-records.ts';
 import { projectBatchProcedure, projectProcedure } from '../project-procedures.ts';
 import { rest } from '../rest-meta.ts';
 
@@ -9,7 +10,7 @@ export const callsRouter = router({
   batchCreate: projectBatchProcedure('write', CallBatchCreateReq)
     .meta(rest({ method: 'POST', path: '/calls/batch/create', tags: ['calls'], summary: 'Store recorded calls, all or nothing; idempotent by id', answers: [409] }))
     .output(CallBatchCreateRes)
-    .mutation(async ({ ctx, input }) => ({ res: await createCalls(ctx.db, ctx.user.id, input.batch) })),
+    .mutation(async ({ ctx, input }) => ({ res: answerNewRecords(ctx.res, await createCalls(ctx.db, ctx.user.id, input.batch)) })),
 
   read: projectProcedure('read', CallReadReq)
     .meta(rest({ method: 'GET', path: '/calls/{call_id}', tags: ['calls'], summary: 'Read one call', answers: [404, 413] }))

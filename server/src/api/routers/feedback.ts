@@ -12,6 +12,7 @@ import {
 import { createFeedback, createFeedbackBatch, purgeFeedback, queryFeedback, replaceFeedback } from '../../domain/feedback.ts';
 import { resolvePaging } from '../../domain/paging.ts';
 import { router } from '../trpc.ts';
+import { answerNewRecords } from '../new-records.ts';
 import { projectBatchProcedure, projectProcedure } from '../project-procedures.ts';
 import { rest } from '../rest-meta.ts';
 
@@ -31,7 +32,10 @@ export const feedbackRouter = router({
     )
     .output(FeedbackBatchCreateRes)
     .mutation(async ({ ctx, input }) => ({
-      res: await createFeedbackBatch(ctx.unitOfWork(), { userId: ctx.user.id, batch: input.batch, maxPayloadBytes: ctx.services.config.limits.payloadBytes }),
+      res: answerNewRecords(
+        ctx.res,
+        await createFeedbackBatch(ctx.unitOfWork(), { userId: ctx.user.id, batch: input.batch, maxPayloadBytes: ctx.services.config.limits.payloadBytes }),
+      ),
     })),
 
   create: projectProcedure('write', FeedbackCreateReq)
