@@ -1,11 +1,11 @@
 import { FINISHED_STATES, type AnnotationQueueFinishedReq, type FinishedItem } from '@loupe/shared';
-import { inList, isoFromSql, perDialect, sqlRows, storedBytes, type SqlScope } from '../db/sql.ts';
+import { inList, isoFromSql, sqlRows, type SqlScope } from '../db/sql.ts';
 import { sql, type Statement } from '../db/statement.ts';
 import { liveQueue } from './annotation-queues.ts';
 import { budgetedPage } from './answer-budget.ts';
 import { decodeCursor, encodeCursor, keyset, keysetOrder, queryFingerprint, type KeysetKey } from './cursor.ts';
 import { nextCursorOf, type Page } from './paging.ts';
-import { ITEM_COLUMNS, toItemDto, type ItemRow } from './queue-items.ts';
+import { ITEM_COLUMNS, itemBytesWithin, toItemDto, type ItemRow } from './queue-items.ts';
 
 // The caller's own finished items of a queue, the latest finished first: what an annotator walks
 // back through to change an answer, in any later session. "Finished" is the caller's own progress
@@ -73,7 +73,4 @@ export async function finishedItems(
 /** An item's JSON beyond its stored text (field names, times, ids, states), with its state and finish time around it. */
 const FRAME_BYTES = 560;
 
-const finishedBytes = perDialect((db) => {
-  const text = ['i.call_op_name', 'i.call_id', 'i.call_trace_id', 'i.project_id', 'i.queue_id', 'i.id'];
-  return sql`${sql.join([storedBytes(db, 'i.display_fields', 'json'), ...text.map((column) => storedBytes(db, column))], ' + ')} + ${sql.raw(String(FRAME_BYTES))}`;
-});
+const finishedBytes = itemBytesWithin(FRAME_BYTES);

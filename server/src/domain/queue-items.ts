@@ -233,14 +233,22 @@ export async function queryItems(
   };
 }
 
-/** The bytes of an item's JSON in an answer, as stored: its display fields and text columns, plus field names, times and ids. */
-const itemBytes = perDialect((db) => {
-  const text = ['i.call_op_name', 'i.call_id', 'i.call_trace_id', 'i.project_id', 'i.queue_id', 'i.id'];
-  return sql`${sql.join([storedBytes(db, 'i.display_fields', 'json'), ...text.map((column) => storedBytes(db, column))], ' + ')} + ${sql.raw(String(ITEM_FRAME_BYTES))}`;
-});
-
 /** Field names, punctuation, five timestamps, user ids, state and position of an item's JSON. */
 const ITEM_FRAME_BYTES = 480;
+
+/**
+ * The bytes of an item's JSON in an answer, as stored (items `i`): its display fields and text
+ * columns, plus `frameBytes` for what is not stored as text (field names, times, ids, states).
+ */
+export function itemBytesWithin(frameBytes: number): (db: SqlScope) => Statement {
+  return perDialect((db) => {
+    const text = ['i.call_op_name', 'i.call_id', 'i.call_trace_id', 'i.project_id', 'i.queue_id', 'i.id'];
+    return sql`${sql.join([storedBytes(db, 'i.display_fields', 'json'), ...text.map((column) => storedBytes(db, column))], ' + ')} + ${sql.raw(String(frameBytes))}`;
+  });
+}
+
+const itemBytes = itemBytesWithin(ITEM_FRAME_BYTES);
+
 
 /**
  * 1-based ranks of the given rows (a page, in order) over the whole live queue, before every
