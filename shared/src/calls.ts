@@ -11,6 +11,9 @@ export const CallCreateReq = z
     project_id: ProjectId,
     id: ClientId.optional(),
     trace_id: ClientId.optional(),
+    parent_id: ClientId.nullable()
+      .optional()
+      .meta({ description: 'the call this one ran inside; null (or absent) for a trace\'s root. It need not be stored yet: spans arrive in any order' }),
     op_name: z.string().min(1).max(1024),
     started_at: DateTimeInput,
     ended_at: DateTimeInput.nullable().optional(),
@@ -30,6 +33,7 @@ export const Call = z
     project_id: z.string(),
     id: z.string(),
     trace_id: z.string(),
+    parent_id: z.string().nullable(),
     op_name: z.string(),
     started_at: Timestamp,
     ended_at: Timestamp.nullable(),
