@@ -97,6 +97,8 @@ export const CallFilter = z
     op_names: filterValues(FilterString).optional(),
     op_name_contains: z.string().min(1).max(1024).optional().meta({ description: 'case-insensitive substring of op_name' }),
     trace_ids: filterValues(FilterString).optional(),
+    parent_ids: filterValues(ClientId).optional().meta({ description: 'calls that ran inside one of these calls (their parent_id is one of them)' }),
+    root_only: z.boolean().optional().meta({ description: 'true: only calls with no parent (a trace\'s roots); false is the same as absent' }),
     started_after: DateTimeInput.optional().meta({ description: 'started_at ≥ this' }),
     started_before: DateTimeInput.optional().meta({ description: 'started_at < this' }),
     has_exception: z.boolean().optional(),
