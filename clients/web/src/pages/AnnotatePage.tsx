@@ -1,5 +1,5 @@
 import { Link } from '@tanstack/react-router';
-import { useEffect, useId, useRef, useState } from 'react';
+import { useCallback, useEffect, useId, useRef, useState } from 'react';
 import { messageOf } from '../api.ts';
 import type { QueueStats } from '../annotate/annotate-queries.ts';
 import { CallView } from '../annotate/CallView.tsx';
@@ -35,9 +35,13 @@ export function AnnotatePage(props: QueuePageProps) {
   const itemTrace = useItemTrace({ client: props.client, session: props.session, projectId, call: itemCall });
   const [chosen, setChosen] = useState<{ itemId: string; callId: string } | null>(null);
   const shownCall = (chosen && chosen.itemId === shownItem?.id && itemTrace.calls.find((each) => each.id === chosen.callId)) || itemCall;
-  const showCall = (callId: string) => {
-    if (shownItem) setChosen({ itemId: shownItem.id, callId });
-  };
+  const shownItemId = shownItem?.id;
+  const showCall = useCallback(
+    (callId: string) => {
+      if (shownItemId) setChosen({ itemId: shownItemId, callId });
+    },
+    [shownItemId],
+  );
   const backToItemCall = () => {
     setChosen(null);
     // The note and its button go away: the focus goes to the item's call.

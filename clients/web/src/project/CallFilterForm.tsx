@@ -103,6 +103,15 @@ export function CallFilterForm({ filtered, models, onFilter }: { filtered: boole
         </div>
         {timeField('startedFrom', 'Started from')}
         {timeField('startedBefore', 'Started before')}
+        <div className="field root-only">
+          <label className="check">
+            <input type="checkbox" checked={draft.rootOnly} onChange={(event) => change({ rootOnly: event.target.checked })} aria-describedby={`${id}-root-hint`} />
+            Root calls only
+          </label>
+          <p id={`${id}-root-hint`} className="field-about">
+            Calls with no parent: the top call of each trace.
+          </p>
+        </div>
       </div>
       <p id={`${id}-zone`} className="field-about">
         Times are in your time zone, {timeZone}.

@@ -53,6 +53,6 @@ export function filterOfDraft(draft: FilterDraft): FilterResult {
   }
   if (instants.startedFrom) filter.started_after = instants.startedFrom.toISOString();
   if (instants.startedBefore) filter.started_before = instants.startedBefore.toISOString();
-  if (draft.rootOnly) Object.assign(filter, { root_only: true });
+  if (draft.rootOnly) filter.root_only = true;
   return { filter };
 }

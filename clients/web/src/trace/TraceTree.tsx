@@ -9,7 +9,7 @@ const INDENTED_LEVELS = 16;
 
 type Row = TraceRow<TraceCallData>;
 
-/** What a row says, visible and as its accessible name. */
+/** What a row says besides its op name. */
 function factsOf(call: TraceCallData) {
   return {
     duration: call.ended_at ? formatDuration(Date.parse(call.ended_at) - Date.parse(call.started_at)) : 'not ended',
@@ -18,12 +18,8 @@ function factsOf(call: TraceCallData) {
   };
 }
 
-function nameOf(row: Row, itemCallId: string): string {
-  const { duration, model, exception } = factsOf(row.call);
-  return [row.call.op_name, duration, model, exception ? 'exception' : null, row.call.id === itemCallId ? "the item's call" : null, row.detached ? 'parent not shown' : null]
-    .filter(Boolean)
-    .join(', ');
-}
+/** A comma for screen readers between the parts of a row (its name is its text), a space on screen. */
+const Pause = () => <span className="visually-hidden">, </span>;
 
 /**
  * A trace's calls as a tree (the WAI-ARIA tree view pattern, single selection): nested by
@@ -103,7 +99,6 @@ export function TraceTree({ calls, itemCallId, shownId, onShow }: { calls: Trace
                 else elements.current.delete(callId);
               }}
               role="treeitem"
-              aria-label={nameOf(row, itemCallId)}
               aria-level={row.level}
               aria-setsize={row.siblings}
               aria-posinset={row.position}
@@ -132,16 +127,37 @@ export function TraceTree({ calls, itemCallId, shownId, onShow }: { calls: Trace
               >
                 {open === undefined ? '' : open ? '▾' : '▸'}
               </span>
-              <span className="trace-op">{row.call.op_name}</span>
-              <span className="trace-duration">{duration}</span>
-              {model ? <span className="trace-model">{model}</span> : null}
-              {exception ? (
-                <span className="trace-exception">
-                  <span aria-hidden="true">⚠ </span>exception
-                </span>
-              ) : null}
-              {callId === itemCallId ? <span className="trace-badge">this item</span> : null}
-              {row.detached ? <span className="trace-detached">parent not shown</span> : null}
+              <span className="trace-text">
+                <span className="trace-op">{row.call.op_name}</span>
+                <Pause />
+                <span className="trace-duration">{duration}</span>
+                {model ? (
+                  <>
+                    <Pause />
+                    <span className="trace-model">{model}</span>
+                  </>
+                ) : null}
+                {exception ? (
+                  <>
+                    <Pause />
+                    <span className="trace-exception">
+                      <span aria-hidden="true">⚠ </span>exception
+                    </span>
+                  </>
+                ) : null}
+                {callId === itemCallId ? (
+                  <>
+                    <Pause />
+                    <span className="trace-badge">this item</span>
+                  </>
+                ) : null}
+                {row.detached ? (
+                  <>
+                    <Pause />
+                    <span className="trace-detached">parent not shown</span>
+                  </>
+                ) : null}
+              </span>
             </li>
           );
         })}
