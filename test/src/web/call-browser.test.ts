@@ -71,6 +71,8 @@ describeInBrowser('call browser in Chromium', () => {
       const { page, close } = await open();
       try {
         const count = page.locator('.select-bar .count');
+        // The first page can take longer than a poll's second on a busy machine.
+        await count.waitFor();
         await expect.poll(() => count.innerText()).toBe('50 calls shown, more to load; 0 selected');
         await filter(page, 'chat', 'Refund ORDER');
         const first = page.getByRole('row').filter({ has: page.getByText('refund-0000', { exact: true }) });
