@@ -41,11 +41,14 @@ export function launchChromium(): Promise<Browser> {
 export type PageTrouble = { cspViolations: string[]; consoleErrors: string[]; pageErrors: string[] };
 
 /** A page in a context of its own (its own sessionStorage), watched for trouble. */
-/** How a page is looked at: the desktop's light theme by default, or a phone's width, or the dark theme. */
-export type PageView = { width?: number; height?: number; colorScheme?: 'light' | 'dark' };
+/**
+ * How a page is looked at: the desktop's light theme by default, or a phone's width, or the dark
+ * theme; `timezoneId` (IANA) sets the browser's time zone, else the machine's.
+ */
+export type PageView = { width?: number; height?: number; colorScheme?: 'light' | 'dark'; timezoneId?: string };
 
-export async function openPage(browser: Browser, { width = 1280, height = 900, colorScheme = 'light' }: PageView = {}): Promise<{ page: Page; trouble: PageTrouble; close: () => Promise<void> }> {
-  const context = await browser.newContext({ viewport: { width, height }, colorScheme });
+export async function openPage(browser: Browser, { width = 1280, height = 900, colorScheme = 'light', timezoneId }: PageView = {}): Promise<{ page: Page; trouble: PageTrouble; close: () => Promise<void> }> {
+  const context = await browser.newContext({ viewport: { width, height }, colorScheme, ...(timezoneId ? { timezoneId } : {}) });
   const page = await context.newPage();
   const trouble: PageTrouble = { cspViolations: [], consoleErrors: [], pageErrors: [] };
   await page.exposeFunction('reportCspViolation', (text: string) => trouble.cspViolations.push(text));

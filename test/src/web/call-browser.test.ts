@@ -9,7 +9,8 @@ import { startTestServer, type TestServer } from '../harness/server.ts';
 // The call browser of the project page in Chromium against the real server: calls filtered by a
 // part of their op name and by words of their inputs and output (CallFilter, contract 5.1), a line
 // of each call's inputs and output, the add bar in view while the calls scroll, and "Add all
-// matching" adding every matching call, more than one page of them, checked through the API.
+// matching" adding every matching call, more than one page of them, checked through the API; and
+// the filters by model, exception, start time (typed in the browser's time zone) and root calls.
 
 /** More matching calls than one page of calls/query collects (MATCHING_PAGE_SIZE, 1,000). */
 const MATCHING = 1_030;
@@ -52,11 +53,11 @@ describeInBrowser('call browser in Chromium', () => {
     });
     afterAll(() => server?.stop());
 
-    async function open(view: PageView = {}): Promise<{ page: Page; close: () => Promise<void> }> {
+    async function open(view: PageView = {}, project = projectId): Promise<{ page: Page; close: () => Promise<void> }> {
       const opened = await openPage(browser, view);
       troubles.push(opened.trouble);
       await opened.page.addInitScript((apiKey: string) => sessionStorage.setItem('loupe.apiKey', apiKey), alice.api_key);
-      await opened.page.goto(`${server.url}/app/p/${projectId}`);
+      await opened.page.goto(`${server.url}/app/p/${project}`);
       return opened;
     }
 
@@ -70,6 +71,8 @@ describeInBrowser('call browser in Chromium', () => {
       const { page, close } = await open();
       try {
         const count = page.locator('.select-bar .count');
+        // The first page can take longer than a poll's second on a busy machine.
+        await count.waitFor();
         await expect.poll(() => count.innerText()).toBe('50 calls shown, more to load; 0 selected');
         await filter(page, 'chat', 'Refund ORDER');
         const first = page.getByRole('row').filter({ has: page.getByText('refund-0000', { exact: true }) });
@@ -166,6 +169,80 @@ describeInBrowser('call browser in Chromium', () => {
         await screenshot(page, `${backend}-call-browser-dark-390`);
         expect(await seriousViolations(page)).toEqual([]);
         expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)).toBeLessThanOrEqual(0);
+      } finally {
+        await close();
+      }
+    });
+
+    it('filters by model, exception, start time in the browser\'s time zone and root calls only, with the keyboard', async () => {
+      const project = 'acme/traces';
+      const model = (name: string) => ({ gen_ai: { request: { model: name } } });
+      // Two traces and a lone call, a day apart, 10:00 UTC: 05:00 in New York (EST).
+      await createCalls(server, alice.api_key, project, [
+        { id: 't1-root', trace_id: 't1', op_name: 'agent.run', started_at: '2026-03-01T10:00:00.000Z', attributes: model('gpt-5') },
+        { id: 't1-plan', trace_id: 't1', parent_id: 't1-root', op_name: 'llm.plan', started_at: '2026-03-01T10:00:01.000Z', attributes: model('gpt-5-mini') },
+        { id: 't1-tool', trace_id: 't1', parent_id: 't1-root', op_name: 'tool.lookup', started_at: '2026-03-01T10:00:02.000Z', exception: 'TimeoutError' },
+        { id: 't2-root', trace_id: 't2', op_name: 'agent.run', started_at: '2026-03-02T10:00:00.000Z', exception: 'Failed' },
+        { id: 't2-answer', trace_id: 't2', parent_id: 't2-root', op_name: 'llm.answer', started_at: '2026-03-02T10:00:01.000Z', attributes: { ...model('gpt-5'), llm: { model_name: 'other' } } },
+        { id: 't3-root', trace_id: 't3', op_name: 'agent.run', started_at: '2026-03-03T10:00:00.000Z', attributes: { gen_ai: { response: { model: 'gpt-5' } } } },
+      ]);
+      const { page, close } = await open({ timezoneId: 'America/New_York' }, project);
+      try {
+        const shownIds = async () => {
+          await page.getByText(/^\d+ calls? shown|^No call matches/).first().waitFor();
+          const table = page.getByRole('table', { name: /Calls/ });
+          return (await table.count()) ? (await table.locator('tbody tr td:nth-child(7) code').allInnerTexts()).sort() : [];
+        };
+        const submit = () => page.getByLabel('Op name').press('Enter');
+        await expect.poll(shownIds, { timeout: 15_000 }).toEqual(['t1-plan', 't1-root', 't1-tool', 't2-answer', 't2-root', 't3-root']);
+        // The model column: the request model, else the response model; the exception marked in words.
+        const row = (id: string) => page.getByRole('row').filter({ has: page.getByText(id, { exact: true }) });
+        expect(await row('t3-root').locator('td').nth(2).innerText()).toBe('gpt-5');
+        expect(await row('t1-tool').locator('td').nth(1).innerText()).toMatch(/tool\.lookup\s*⚠ exception/);
+        expect(await page.getByText('Times are in your time zone, America/New_York.').count()).toBe(1);
+
+        // Model: exactly gen_ai.request.model (t3's response model does not count); suggested from the calls shown.
+        expect(await page.locator('datalist option').evaluateAll((options) => options.map((option) => (option as HTMLOptionElement).value))).toEqual(['gpt-5', 'gpt-5-mini']);
+        await page.getByLabel('Model').fill('gpt-5');
+        await submit();
+        await expect.poll(shownIds, { timeout: 15_000 }).toEqual(['t1-root', 't2-answer']);
+        // And without an exception, root calls only.
+        await page.getByLabel('Model').fill('');
+        await page.getByLabel('Exception').selectOption({ label: 'With an exception' });
+        await submit();
+        await expect.poll(shownIds, { timeout: 15_000 }).toEqual(['t1-tool', 't2-root']);
+        await page.getByLabel('Root calls only').focus();
+        await page.keyboard.press('Space');
+        await submit();
+        await expect.poll(shownIds, { timeout: 15_000 }).toEqual(['t2-root']);
+        await page.getByLabel('Exception').selectOption({ label: 'Without an exception' });
+        await submit();
+        await expect.poll(shownIds, { timeout: 15_000 }).toEqual(['t1-root', 't3-root']);
+        await page.getByLabel('Exception').selectOption({ label: 'Any call' });
+        await page.getByLabel('Root calls only').uncheck();
+
+        // 05:00:00 to 05:00:01 on March 2nd in New York is 10:00:00 to 10:00:01 UTC: t2's root alone.
+        await page.getByLabel('Started from').fill('2026-03-02T05:00:00');
+        await page.getByLabel('Started before').fill('2026-03-02T05:00:01');
+        await submit();
+        await expect.poll(shownIds, { timeout: 15_000 }).toEqual(['t2-root']);
+        await screenshot(page, `${backend}-call-filters`);
+        expect(await seriousViolations(page)).toEqual([]);
+
+        // A range that ends where it starts: refused at its field, which takes the focus; nothing else changes.
+        await page.getByLabel('Started before').fill('2026-03-02T05:00:00');
+        await submit();
+        const before = page.getByLabel('Started before');
+        await page.getByText('This is not after the start of the range.').waitFor();
+        expect(await before.getAttribute('aria-invalid')).toBe('true');
+        expect(await before.evaluate((element) => element === document.activeElement)).toBe(true);
+        expect(await shownIds()).toEqual(['t2-root']);
+        expect(await seriousViolations(page)).toEqual([]);
+
+        // Show all calls empties every field.
+        await page.getByRole('button', { name: 'Show all calls' }).click();
+        await expect.poll(shownIds, { timeout: 15_000 }).toHaveLength(6);
+        expect(await page.getByLabel('Started from').inputValue()).toBe('');
       } finally {
         await close();
       }

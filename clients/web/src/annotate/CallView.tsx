@@ -10,16 +10,17 @@ const timeFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', tim
 /**
  * A recorded call for people: op name, start and duration, then the item's display fields (when it
  * has any), the inputs and the output. Chat messages read as a conversation, strings as Markdown,
- * everything else as a collapsible JSON tree.
+ * everything else as a collapsible JSON tree. `other`: a call of the item's trace that is not the
+ * item's call (framed differently).
  *
  * Memoized: the page re-renders on every key press and write; the call, its Markdown parsed again,
  * need not.
  */
-export const CallView = memo(function CallView({ call, displayFields, headingId }: { call: Call; displayFields: string[]; headingId: string }) {
+export const CallView = memo(function CallView({ call, displayFields, headingId, other = false }: { call: Call; displayFields: string[]; headingId: string; other?: boolean }) {
   const duration = call.ended_at ? Date.parse(call.ended_at) - Date.parse(call.started_at) : null;
   const root = call as unknown as { [key: string]: JsonValue };
   return (
-    <article className="call" aria-labelledby={headingId}>
+    <article className={other ? 'call call-other' : 'call'} aria-labelledby={headingId}>
       <header className="call-head">
         <h2 id={headingId} tabIndex={-1}>
           {call.op_name}

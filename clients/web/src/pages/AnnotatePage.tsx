@@ -1,5 +1,5 @@
 import { Link } from '@tanstack/react-router';
-import { useEffect, useId, useRef, useState } from 'react';
+import { useCallback, useEffect, useId, useRef, useState } from 'react';
 import { messageOf } from '../api.ts';
 import type { QueueStats } from '../annotate/annotate-queries.ts';
 import { CallView } from '../annotate/CallView.tsx';
@@ -10,6 +10,7 @@ import { useShortcuts } from '../annotate/shortcuts.ts';
 import { useAnnotationSession, type Finished } from '../annotate/useAnnotationSession.ts';
 import type { LiveState } from '../live/useQueueEvents.ts';
 import { links } from '../routes.ts';
+import { OtherCallNote, TracePanel, useItemTrace } from '../trace/TracePanel.tsx';
 import type { QueuePageProps } from './page-props.ts';
 import '../annotate/annotate.css';
 
@@ -26,6 +27,26 @@ export function AnnotatePage(props: QueuePageProps) {
   const noteRef = useRef<HTMLTextAreaElement>(null);
   const startRef = useRef<HTMLButtonElement>(null);
   const headingId = useId();
+  const focusHeading = () => document.getElementById(headingId)?.focus();
+
+  // The item's trace; a call of it chosen in the tree is shown in place of the item's call (for
+  // that item only), while the rubric stays the item's.
+  const itemCall = call.data;
+  const itemTrace = useItemTrace({ client: props.client, session: props.session, projectId, call: itemCall });
+  const [chosen, setChosen] = useState<{ itemId: string; callId: string } | null>(null);
+  const shownCall = (chosen && chosen.itemId === shownItem?.id && itemTrace.calls.find((each) => each.id === chosen.callId)) || itemCall;
+  const shownItemId = shownItem?.id;
+  const showCall = useCallback(
+    (callId: string) => {
+      if (shownItemId) setChosen({ itemId: shownItemId, callId });
+    },
+    [shownItemId],
+  );
+  const backToItemCall = () => {
+    setChosen(null);
+    // The note and its button go away: the focus goes to the item's call.
+    requestAnimationFrame(focusHeading);
+  };
 
   // Focus follows the work: the Start button when the page opens, the call's heading when an item
   // appears (screen readers announce it, and digit keys then go to the first unanswered field).
@@ -47,7 +68,7 @@ export function AnnotatePage(props: QueuePageProps) {
     previous: annotation.previous,
     note: () => noteRef.current?.focus(),
     help: () => setHelpOpen(true),
-    leaveField: () => document.getElementById(headingId)?.focus(),
+    leaveField: focusHeading,
   });
 
   if (gone) return <QueueGone projectId={projectId} />;
@@ -114,8 +135,12 @@ export function AnnotatePage(props: QueuePageProps) {
                 You completed this item earlier: change its answers and save, or go back{held ? ' to the current item' : ''}. <kbd>p</kbd> opens the one before it.
               </p>
             ) : null}
-            {call.isSuccess ? (
-              <CallView call={call.data} displayFields={shownItem.display_fields} headingId={headingId} />
+            {itemCall && shownCall ? (
+              <>
+                <TracePanel key={shownItem.id} itemTrace={itemTrace} itemCall={itemCall} shownId={shownCall.id} onShow={showCall} />
+                <OtherCallNote itemCall={itemCall} shownCall={shownCall} onBack={backToItemCall} />
+                <CallView call={shownCall} displayFields={shownCall === itemCall ? shownItem.display_fields : NO_FIELDS} headingId={headingId} other={shownCall !== itemCall} />
+              </>
             ) : call.isError ? (
               <p className="error" role="alert">
                 {messageOf(call.error)}
@@ -170,6 +195,9 @@ export function AnnotatePage(props: QueuePageProps) {
     </div>
   );
 }
+
+/** Display fields are the item's: another call of the trace shows none. */
+const NO_FIELDS: string[] = [];
 
 /** The queue does not exist: a link to a queue that never was, or one deleted while annotating. */
 function QueueGone({ projectId }: { projectId: string }) {

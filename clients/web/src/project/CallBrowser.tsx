@@ -1,11 +1,13 @@
 import type { LoupeClient } from '@loupe/client';
 import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useEffect, useId, useRef, useState, type FormEvent } from 'react';
+import { useEffect, useId, useMemo, useRef, useState, type FormEvent } from 'react';
 import { queueStatsQuery } from '../annotate/annotate-queries.ts';
 import { messageOf } from '../api.ts';
 import { queueItemsKey } from '../queue/queue-queries.ts';
 import type { CallFilter } from '@loupe/shared';
 import { addMatchingCalls, type MatchingProgress } from './add-matching.ts';
+import { CallFilterForm } from './CallFilterForm.tsx';
+import { modelOf, requestModelOf } from '../trace/call-model.ts';
 import { previewText } from './call-preview.ts';
 import { projectCallsQuery, projectQueuesQuery, type AddAnswer } from './project-queries.ts';
 import { ReadOnlyNote, writeControl, type Access } from './ReadOnlyNote.tsx';
@@ -30,21 +32,16 @@ function addedFromAnswer(answer: AddAnswer, requested: number, queueName: string
   };
 }
 
-/** The filter the form's fields make: only the fields with something in them. */
-function filterOf(opName: string, text: string): CallFilter {
-  return { ...(opName.trim() ? { op_name_contains: opName.trim() } : {}), ...(text.trim() ? { text: text.trim() } : {}) };
-}
-
 /**
- * The project's calls, page by page, narrowed by op name and by words of their inputs and output
- * (a CallFilter), each with a line of its inputs and output. The calls selected, or every call the
+ * The project's calls, page by page, narrowed by a CallFilter (op name, words of their inputs and
+ * output, model, exception, start time, root calls only), each with its model and a line of its
+ * inputs and output. The calls selected, or every call the
  * filter matches, are added to a queue from a bar that stays in view; the answer says what was
  * added, what was already there and what was not found.
  */
 export function CallBrowser({ client, session, projectId, access }: { client: LoupeClient; session: number; projectId: string; access: Access }) {
   const queryClient = useQueryClient();
   const id = useId();
-  const [draft, setDraft] = useState({ opName: '', text: '' });
   const [filter, setFilter] = useState<CallFilter>({});
   const [selected, setSelected] = useState<ReadonlySet<string>>(new Set());
   const [queueId, setQueueId] = useState('');
@@ -56,6 +53,7 @@ export function CallBrowser({ client, session, projectId, access }: { client: Lo
   const queues = useQuery(projectQueuesQuery(client, session, projectId));
   const shown = calls.data?.pages.flatMap((page) => page.calls) ?? [];
   const filtered = Object.keys(filter).length > 0;
+  const models = useMemo(() => modelsOf(calls.data?.pages.flatMap((page) => page.calls) ?? []), [calls.data]);
   const allShownSelected = shown.length > 0 && shown.every((call) => selected.has(call.id));
   const someShownSelected = shown.some((call) => selected.has(call.id));
   const selectAll = useRef<HTMLInputElement>(null);
@@ -101,14 +99,8 @@ export function CallBrowser({ client, session, projectId, access }: { client: Lo
   });
   const busy = add.isPending || addMatching.isPending;
 
-  const applyFilter = (event: FormEvent) => {
-    event.preventDefault();
-    setFilter(filterOf(draft.opName, draft.text));
-    setSelected(new Set());
-  };
-  const clearFilter = () => {
-    setDraft({ opName: '', text: '' });
-    setFilter({});
+  const applyFilter = (next: CallFilter) => {
+    setFilter(next);
     setSelected(new Set());
   };
   const toggle = (callId: string, on: boolean) =>
@@ -149,30 +141,7 @@ export function CallBrowser({ client, session, projectId, access }: { client: Lo
   return (
     <section className="project-section" aria-labelledby="calls-title">
       <h2 id="calls-title">Calls</h2>
-      <form className="filters" onSubmit={applyFilter} role="search" aria-label="Filter calls">
-        <div className="field">
-          <label htmlFor={`${id}-op`}>Op name</label>
-          <input id={`${id}-op`} value={draft.opName} onChange={(event) => setDraft({ ...draft, opName: event.target.value })} autoComplete="off" aria-describedby={`${id}-op-hint`} />
-          <p id={`${id}-op-hint`} className="field-about">
-            Any part of it, in any case.
-          </p>
-        </div>
-        <div className="field">
-          <label htmlFor={`${id}-text`}>Words in inputs or output</label>
-          <input id={`${id}-text`} type="search" value={draft.text} onChange={(event) => setDraft({ ...draft, text: event.target.value })} autoComplete="off" aria-describedby={`${id}-text-hint`} />
-          <p id={`${id}-text-hint`} className="field-about">
-            Whole words, all of them, in any case; up to 16.
-          </p>
-        </div>
-        <div className="filter-actions">
-          <button type="submit">Filter</button>
-          {filtered ? (
-            <button type="button" className="secondary" onClick={clearFilter}>
-              Show all calls
-            </button>
-          ) : null}
-        </div>
-      </form>
+      <CallFilterForm filtered={filtered} models={models} onFilter={applyFilter} />
 
       {calls.isPending ? (
         <p>Loading…</p>
@@ -196,6 +165,7 @@ export function CallBrowser({ client, session, projectId, access }: { client: Lo
                     <span className="visually-hidden">Selected</span>
                   </th>
                   <th scope="col">Op name</th>
+                  <th scope="col">Model</th>
                   <th scope="col">Inputs</th>
                   <th scope="col">Output</th>
                   <th scope="col">Started</th>
@@ -209,7 +179,15 @@ export function CallBrowser({ client, session, projectId, access }: { client: Lo
                     <td>
                       <input type="checkbox" checked={selected.has(call.id)} onChange={(event) => toggle(call.id, event.target.checked)} aria-label={`Select ${call.id}`} />
                     </td>
-                    <td>{call.op_name}</td>
+                    <td>
+                      {call.op_name}
+                      {call.exception !== null ? (
+                        <span className="exception-mark">
+                          <span aria-hidden="true">⚠ </span>exception
+                        </span>
+                      ) : null}
+                    </td>
+                    <td>{modelOf(call.attributes) ?? <span className="muted">—</span>}</td>
                     <td className="preview">{previewText(call.inputs)}</td>
                     <td className="preview">{previewText(call.output)}</td>
                     <td>
@@ -287,6 +265,19 @@ export function CallBrowser({ client, session, projectId, access }: { client: Lo
       </form>
     </section>
   );
+}
+
+/** Suggestions for the model filter: the requested models of the calls shown, at most this many. */
+const MODEL_SUGGESTIONS = 100;
+
+function modelsOf(calls: { attributes: { [key: string]: unknown } | null }[]): string[] {
+  const models = new Set<string>();
+  for (const call of calls) {
+    const model = requestModelOf(call.attributes);
+    if (model) models.add(model);
+    if (models.size >= MODEL_SUGGESTIONS) break;
+  }
+  return [...models].sort();
 }
 
 function MatchingProgressLine({ progress }: { progress: MatchingProgress & { queueName: string } }) {

@@ -1,0 +1,10 @@
+import { chromium } from 'playwright-core';
+import { writeFileSync } from 'node:fs';
+const [,, file, y, h, out, w = '390'] = process.argv;
+writeFileSync('/tmp/crop.html', `<body style="margin:0"><img src="file://${file}" style="display:block"></body>`);
+const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu', '--allow-file-access-from-files'] });
+const page = await browser.newPage({ viewport: { width: Number(w), height: Number(h) } });
+await page.goto('file:///tmp/crop.html');
+await page.waitForFunction(() => document.images[0].complete);
+await page.screenshot({ path: out, clip: { x: 0, y: Number(y), width: Number(w), height: Number(h) }, fullPage: true });
+await browser.close();
