@@ -11,6 +11,9 @@ export const CallCreateReq = z
     project_id: ProjectId,
     id: ClientId.optional(),
     trace_id: ClientId.optional(),
+    parent_id: ClientId.nullable()
+      .optional()
+      .meta({ description: 'the call this one ran inside; null (or absent) for a trace\'s root. It need not be stored yet: spans arrive in any order' }),
     op_name: z.string().min(1).max(1024),
     started_at: DateTimeInput,
     ended_at: DateTimeInput.nullable().optional(),
@@ -30,6 +33,7 @@ export const Call = z
     project_id: z.string(),
     id: z.string(),
     trace_id: z.string(),
+    parent_id: z.string().nullable(),
     op_name: z.string(),
     started_at: Timestamp,
     ended_at: Timestamp.nullable(),
@@ -93,6 +97,8 @@ export const CallFilter = z
     op_names: filterValues(FilterString).optional(),
     op_name_contains: z.string().min(1).max(1024).optional().meta({ description: 'case-insensitive substring of op_name' }),
     trace_ids: filterValues(FilterString).optional(),
+    parent_ids: filterValues(ClientId).optional().meta({ description: 'calls that ran inside one of these calls (their parent_id is one of them)' }),
+    root_only: z.boolean().optional().meta({ description: 'true: only calls with no parent (a trace\'s roots); false is the same as absent' }),
     started_after: DateTimeInput.optional().meta({ description: 'started_at ≥ this' }),
     started_before: DateTimeInput.optional().meta({ description: 'started_at < this' }),
     has_exception: z.boolean().optional(),

@@ -71,6 +71,8 @@ export const Call = defineEntity({
     projectId: p.text().primary(),
     id: p.text().primary(),
     traceId: p.text(),
+    /** The call this one ran inside; null for a trace's root. Not a foreign key: spans arrive in any order. */
+    parentId: p.text().nullable(),
     opName: p.text(),
     startedAt: p.datetime(),
     endedAt: p.datetime().nullable(),
@@ -84,7 +86,8 @@ export const Call = defineEntity({
     createdBy: p.text(),
   },
   indexes: [
-    { name: 'calls_trace_idx', properties: ['projectId', 'traceId'] },
+    { name: 'calls_trace_parent_idx', properties: ['projectId', 'traceId', 'parentId'] },
+    { name: 'calls_parent_idx', properties: ['projectId', 'parentId', 'startedAt', 'id'] },
     { name: 'calls_op_name_idx', properties: ['projectId', 'opName'] },
     { name: 'calls_started_idx', properties: ['projectId', 'startedAt', 'id'] },
   ],

@@ -9,7 +9,13 @@ import { sql, type Statement } from '../db/statement.ts';
  */
 export function callFilterConditions(db: SqlScope, filter: CallFilter): Statement[] {
   const postgres = onPostgres(db);
-  const where = [...inList('id', filter.call_ids), ...inList('op_name', filter.op_names), ...inList('trace_id', filter.trace_ids)];
+  const where = [
+    ...inList('id', filter.call_ids),
+    ...inList('op_name', filter.op_names),
+    ...inList('trace_id', filter.trace_ids),
+    ...inList('parent_id', filter.parent_ids),
+  ];
+  if (filter.root_only === true) where.push(sql`parent_id is null`);
   // strpos/instr rather than like: a `%` or `_` in the name is a character, not a wildcard.
   // SQLite's lower() folds ASCII letters only.
   if (filter.op_name_contains !== undefined) where.push(sql`${sql.raw(postgres ? 'strpos' : 'instr')}(lower(op_name), ${filter.op_name_contains.toLowerCase()}) > 0`);

@@ -28,6 +28,7 @@ type CallSqlRow = {
   project_id: string;
   id: string;
   trace_id: string;
+  parent_id: string | null;
   op_name: string;
   started_at: unknown;
   ended_at: unknown;
@@ -41,7 +42,7 @@ type CallSqlRow = {
 
 /** What a call read selects, its JSON columns as text (see jsonAsText). */
 const callColumns = perDialect((db) => {
-  return sql`project_id, id, trace_id, op_name, started_at, ended_at, ${jsonAsText(db, 'inputs')} as inputs, ${jsonAsText(db, 'output')} as output,
+  return sql`project_id, id, trace_id, parent_id, op_name, started_at, ended_at, ${jsonAsText(db, 'inputs')} as inputs, ${jsonAsText(db, 'output')} as output,
     ${jsonAsText(db, 'attributes')} as attributes, exception, created_at, created_by`;
 });
 
@@ -59,6 +60,7 @@ const callBytes = perDialect((db) => {
     storedBytes(db, 'project_id'),
     storedBytes(db, 'id'),
     storedBytes(db, 'trace_id'),
+    storedBytes(db, 'parent_id'),
   ];
   return sql`${sql.join(columns, ' + ')} + ${sql.raw(String(CALL_FRAME_BYTES))}`;
 });
@@ -71,6 +73,7 @@ export function toCallDto(row: CallSqlRow): CallDto {
     project_id: row.project_id,
     id: row.id,
     trace_id: row.trace_id,
+    parent_id: row.parent_id ?? null,
     op_name: row.op_name,
     started_at: isoFromSql(row.started_at),
     ended_at: isoOrNullFromSql(row.ended_at),
@@ -171,11 +174,11 @@ export async function writeCalls(
           const startedAt = sqlDate(tx, new Date(call.started_at));
           const endedAt = call.ended_at ? sqlDate(tx, new Date(call.ended_at)) : null;
           const [inputs, output, attributes] = [call.inputs, call.output, call.attributes].map((value) => jsonParam(tx, jsonOrNull(value)));
-          return sql`(${call.project_id}, ${id}, ${call.trace_id ?? newId()}, ${call.op_name}, ${startedAt}, ${endedAt}, ${inputs}, ${output}, ${attributes},
+          return sql`(${call.project_id}, ${id}, ${call.trace_id ?? newId()}, ${call.parent_id ?? null}, ${call.op_name}, ${startedAt}, ${endedAt}, ${inputs}, ${output}, ${attributes},
             ${call.exception ?? null}, ${hash}, ${createdAt}, ${userId})`;
         });
         const inserted = await sqlRows<{ project_id: string; id: string }>(tx,
-          sql`insert into calls (project_id, id, trace_id, op_name, started_at, ended_at, inputs, output, attributes, exception, request_hash, created_at, created_by)
+          sql`insert into calls (project_id, id, trace_id, parent_id, op_name, started_at, ended_at, inputs, output, attributes, exception, request_hash, created_at, created_by)
            values ${sql.join(rows, ', ')}
            on conflict (project_id, id) do nothing returning project_id, id`,
         );

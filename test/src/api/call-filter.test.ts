@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeEachBackend } from '../harness/backends.ts';
 import { createUser, rest, type CreatedKeyForTest } from '../harness/http.ts';
 import { startTestServer, type TestServer } from '../harness/server.ts';
@@ -172,6 +172,105 @@ describeEachBackend('CallFilter', (backend) => {
     expect(second.body.calls.map((c: { id: string }) => c.id)).toEqual(['c3']);
   });
 
+  describe('parents', () => {
+    // A tree in two traces, stored children first (no foreign key: spans arrive in any order):
+    //   trace tA: rA ─┬─ a1 ─── a11
+    //                 └─ a2
+    //   trace tB: rB ─── b1;  o1 names a parent never stored.
+    const parentProject = 'acme/filter-parents';
+    const tree = [
+      { id: 'a11', trace_id: 'tA', parent_id: 'a1', started_at: '2026-03-01T00:00:03.000Z', inputs: { q: 'deep leaf' } },
+      { id: 'a1', trace_id: 'tA', parent_id: 'rA', started_at: '2026-03-01T00:00:01.000Z', inputs: { q: 'leaf one' } },
+      { id: 'a2', trace_id: 'tA', parent_id: 'rA', started_at: '2026-03-01T00:00:02.000Z', exception: 'boom' },
+      { id: 'b1', trace_id: 'tB', parent_id: 'rB', started_at: '2026-03-01T00:00:01.500Z', inputs: { q: 'leaf two' } },
+      { id: 'o1', trace_id: 'tB', parent_id: 'missing', started_at: '2026-03-01T00:00:05.000Z' },
+      { id: 'rA', trace_id: 'tA', parent_id: null, started_at: '2026-03-01T00:00:00.000Z', inputs: { q: 'root question' } },
+      { id: 'rB', trace_id: 'tB', started_at: '2026-03-01T00:00:00.500Z', inputs: { q: 'root question' } },
+    ];
+    const inParents = (filter: unknown) => query(filter, { project_id: parentProject });
+    const parentIds = async (filter: unknown) => {
+      const reply = await inParents(filter);
+      expect(reply.status, reply.text).toBe(200);
+      return reply.body.calls.map((call: { id: string }) => call.id);
+    };
+
+    beforeAll(async () => {
+      const batch = tree.map((c) => ({ project_id: parentProject, op_name: 'step', ...c }));
+      // The same tree in another project, which no filter may reach.
+      const other = tree.map((c) => ({ project_id: otherProject, op_name: 'step', ...c, id: `p-${c.id}` }));
+      const stored = await rest(server, 'POST', '/calls/batch/create', { key: member.api_key, body: { batch: [...batch, ...other] } });
+      expect(stored.status, stored.text).toBe(200);
+    });
+
+    it('parent_ids selects the calls that ran inside the given calls, a parent stored or not', async () => {
+      expect(await parentIds({ parent_ids: ['rA'] })).toEqual(['a1', 'a2']);
+      expect(await parentIds({ parent_ids: ['rA', 'a1', 'rB'] })).toEqual(['a1', 'b1', 'a2', 'a11']);
+      expect(await parentIds({ parent_ids: ['missing'] })).toEqual(['o1']);
+      expect(await parentIds({ parent_ids: ['a11', 'nobody'] })).toEqual([]); // a leaf has no children
+      expect(await parentIds({ parent_ids: [] })).toEqual([]);
+    });
+
+    it('root_only selects the calls with no parent; false is no condition', async () => {
+      expect(await parentIds({ root_only: true })).toEqual(['rA', 'rB']);
+      expect(await parentIds({ root_only: false })).toEqual(['rA', 'rB', 'a1', 'b1', 'a2', 'a11', 'o1']);
+      // A call whose parent is missing is not a root: it names a parent.
+      expect(await parentIds({ root_only: true, trace_ids: ['tB'] })).toEqual(['rB']);
+    });
+
+    it('the calls of a trace nested by parent: a trace\'s root, then each call\'s children within the trace', async () => {
+      expect(await parentIds({ trace_ids: ['tA'], root_only: true })).toEqual(['rA']);
+      expect(await parentIds({ trace_ids: ['tA'], parent_ids: ['rA'] })).toEqual(['a1', 'a2']);
+      expect(await parentIds({ trace_ids: ['tB'], parent_ids: ['rA'] })).toEqual([]);
+      expect(await parentIds({ root_only: true, parent_ids: ['rA'] })).toEqual([]); // both must hold
+    });
+
+    it('combines with the other conditions', async () => {
+      expect(await parentIds({ parent_ids: ['rA', 'rB'], text: 'leaf' })).toEqual(['a1', 'b1']);
+      expect(await parentIds({ root_only: true, text: 'question', started_after: '2026-03-01T00:00:00.100Z' })).toEqual(['rB']);
+      expect(await parentIds({ parent_ids: ['rA'], has_exception: true })).toEqual(['a2']);
+      expect(await parentIds({ parent_ids: ['rA', 'a1'], call_ids: ['a11', 'a2', 'rA'] })).toEqual(['a2', 'a11']);
+    });
+
+    it('pages through a filtered set by cursor, each page in order, none repeated or skipped', async () => {
+      for (const [filter, expected] of [
+        [{ root_only: false, trace_ids: ['tA', 'tB'] }, ['rA', 'rB', 'a1', 'b1', 'a2', 'a11', 'o1']],
+        [{ parent_ids: ['rA', 'a1', 'rB', 'missing'] }, ['a1', 'b1', 'a2', 'a11', 'o1']],
+        [{ text: 'leaf', parent_ids: ['rA', 'a1', 'rB'] }, ['a1', 'b1', 'a11']],
+        [{ root_only: true }, ['rA', 'rB']],
+      ] as const) {
+        const seen: string[] = [];
+        let cursor: string | undefined;
+        for (let page = 0; page < 10; page++) {
+          const next = await query(filter, { project_id: parentProject, limit: 2, ...(cursor ? { cursor } : {}) });
+          expect(next.status, next.text).toBe(200);
+          seen.push(...next.body.calls.map((call: { id: string }) => call.id));
+          cursor = next.body.next_cursor ?? undefined;
+          if (!cursor) break;
+        }
+        expect(seen, JSON.stringify(filter)).toEqual(expected);
+      }
+      // A cursor belongs to its filter: another filter refuses it.
+      const first = await query({ root_only: true }, { project_id: parentProject, limit: 1 });
+      const mixed = await query({ parent_ids: ['rA'] }, { project_id: parentProject, limit: 1, cursor: first.body.next_cursor });
+      expect(mixed.status, mixed.text).toBe(400);
+    });
+
+    it('refuses bad parent conditions with a 400 naming the field', async () => {
+      for (const [filter, reason] of [
+        [{ parent_ids: ['has/slash'] }, /parent_ids/],
+        [{ parent_ids: ['x'.repeat(129)] }, /parent_ids/],
+        [{ parent_ids: 'rA' }, /parent_ids/],
+        [{ parent_ids: Array.from({ length: 1001 }, (_, i) => `p${i}`) }, /parent_ids/],
+        [{ root_only: 'yes' }, /root_only/],
+        [{ root_only: null }, /root_only/],
+      ] as const) {
+        const reply = await inParents(filter);
+        expect(reply.status, JSON.stringify(filter).slice(0, 80)).toBe(400);
+        expect(reply.body.reason).toMatch(reason);
+      }
+    });
+  });
+
   it('refuses bad attribute conditions with a 400 naming the field', async () => {
     const bad: [unknown, RegExp][] = [
       [{ path: 'a..b', op: 'eq', value: 1 }, /path/],
@@ -196,7 +295,7 @@ describeEachBackend('CallFilter', (backend) => {
     const tooMany = await query({ attributes: Array.from({ length: 21 }, () => ({ path: 'a', op: 'exists' })) });
     expect(tooMany.status).toBe(400);
     expect(tooMany.body.reason).toMatch(/attributes/);
-    const unknown = await query({ parent_ids: ['x'] });
+    const unknown = await query({ parent_id: 'x' });
     expect(unknown.status).toBe(400);
     // The table is still there and whole.
     expect(await ids({})).toEqual(['c1', 'c2', 'c3', 'c4']);

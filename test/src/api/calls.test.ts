@@ -60,6 +60,7 @@ describeEachBackend('calls', (backend) => {
       project_id: projectId,
       id: ids[2],
       trace_id: 'trace-3',
+      parent_id: null,
       op_name: 'third',
       started_at: '2026-01-02T03:04:05.678Z',
       ended_at: '2026-01-02T04:04:06.000Z',
@@ -142,6 +143,37 @@ describeEachBackend('calls', (backend) => {
     expect(different.status, different.text).toBe(400);
     expect(different.body.reason).toContain('batch[2]');
     expect((await storedCalls(projectId)).map((c) => c.id)).toEqual([id]);
+  });
+
+  it('stores parent_id: a parent need not exist yet, null and absent are a root, and it is part of the content for retries', async () => {
+    const projectId = 'acme/parents';
+    const [root, child, orphan] = [uniqueId('root'), uniqueId('child'), uniqueId('orphan')];
+    // The child arrives before its parent, and the orphan's parent never arrives: no foreign key.
+    const batch = [
+      call(projectId, { id: child, trace_id: 'tp', parent_id: root, started_at: '2026-04-01T00:00:01.000Z' }),
+      call(projectId, { id: orphan, trace_id: 'tp', parent_id: 'never-stored', started_at: '2026-04-01T00:00:02.000Z' }),
+    ];
+    expect((await create(batch)).status).toBe(200);
+    expect((await create([call(projectId, { id: root, trace_id: 'tp', parent_id: null })])).status).toBe(200);
+    expect((await read(projectId, child)).body.call.parent_id).toBe(root);
+    expect((await read(projectId, root)).body.call.parent_id).toBeNull();
+    const listed = await storedCalls(projectId);
+    expect(listed.map((c) => [c.id, c.parent_id])).toEqual([[root, null], [child, root], [orphan, 'never-stored']]);
+
+    // The same parent again is a retry; another parent is other content.
+    expect((await create(batch)).status).toBe(200);
+    const moved = await create([call(projectId, { id: child, trace_id: 'tp', parent_id: orphan, started_at: '2026-04-01T00:00:01.000Z' })]);
+    expect(moved.status, moved.text).toBe(409);
+    expect(moved.body.reason).toContain(child);
+    const dropped = await create([call(projectId, { id: child, trace_id: 'tp', started_at: '2026-04-01T00:00:01.000Z' })]);
+    expect(dropped.status, dropped.text).toBe(409);
+    expect((await read(projectId, child)).body.call.parent_id).toBe(root);
+
+    for (const parent of ['has/slash', '', 'x'.repeat(129), 7]) {
+      const bad = await create([call(projectId, { id: uniqueId('bad'), parent_id: parent })]);
+      expect(bad.status, String(parent)).toBe(400);
+      expect(bad.body.reason).toMatch(/batch\[0\]\.parent_id/);
+    }
   });
 
   it('reads one call, and answers 404 for an unknown id or another project', async () => {

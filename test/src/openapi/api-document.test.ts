@@ -25,6 +25,15 @@ describe('the API document', () => {
     expect(JSON.stringify(document)).not.toContain('__schema');
   });
 
+  it('describes a call\'s parent: Call always carries parent_id (string or null), CallCreateReq may send it', () => {
+    type ObjectSchema = { properties: Record<string, { type?: unknown; anyOf?: { type: string }[] }>; required?: string[] };
+    const { Call, CallCreateReq } = document.components.schemas as Record<string, ObjectSchema>;
+    expect(Call!.required).toContain('parent_id');
+    expect(JSON.stringify(Call!.properties.parent_id)).toMatch(/"null"/);
+    expect(CallCreateReq!.properties.parent_id).toBeDefined();
+    expect(CallCreateReq!.required).not.toContain('parent_id');
+  });
+
   it('gives every error status of every operation the one error schema', () => {
     for (const op of operations) {
       for (const [status, response] of Object.entries(op.responses)) {

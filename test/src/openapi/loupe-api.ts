@@ -483,6 +483,8 @@ export interface components {
             project_id: string;
             id?: string;
             trace_id?: string;
+            /** @description the call this one ran inside; null (or absent) for a trace's root. It need not be stored yet: spans arrive in any order */
+            parent_id?: string | null;
             op_name: string;
             /** Format: date-time */
             started_at: string;
@@ -671,6 +673,7 @@ export interface components {
             project_id: string;
             id: string;
             trace_id: string;
+            parent_id: string | null;
             op_name: string;
             /**
              * Format: date-time
