@@ -33,7 +33,7 @@ const PROTOBUF_TYPE = 'application/x-protobuf';
  * (wire-scan.ts counts them): the message object, its fields and the JSON values and call made from
  * it. Held before the decoder runs.
  */
-const WEIGHT_PER_MESSAGE = 400;
+const WEIGHT_PER_MESSAGE = 200;
 /** The JSON depth an OTLP/JSON body may have past the server's JSON depth: attribute values nest three levels per array or list. */
 const OTLP_JSON_EXTRA_DEPTH = 64;
 /** google.rpc.Code INVALID_ARGUMENT, the code of the Status answered to a request that cannot be read. */

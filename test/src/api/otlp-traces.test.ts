@@ -133,16 +133,126 @@ describeEachBackend('OTLP/HTTP trace ingest', (backend) => {
     });
   }
 
-  it('answers protobuf with protobuf and JSON with JSON; partialSuccess names spans refused', async () => {
+  it('takes the project from the resource attribute loupe.project_id when there is no header (OTLP/JSON exporter)', async () => {
+    const otel = tracing({ protocol: 'http/json', env: otelEnvironment(server, { key: member.api_key }), resource: { 'loupe.project_id': 'acme/from-resource' } });
+    inSpan(otel.tracer, { name: 'lonely' });
+    await otel.flush();
+    const [span] = otel.finished();
+    const [call] = await storedTrace('acme/from-resource', span!.spanContext().traceId);
+    expect(call).toMatchObject({ id: span!.spanContext().spanId, op_name: 'lonely', parent_id: null, attributes: { resource: { loupe: { project_id: 'acme/from-resource' }, service: { name: 'agent-app' } } } });
+    await otel.shutdown();
+  });
+
+  it('stores the same call from OTLP as from calls/batch/create, whichever comes first', async () => {
+    const projectId = 'acme/same-content';
+    const otel = tracing({ protocol: 'http/protobuf', env: otelEnvironment(server, { key: member.api_key, project: projectId }) });
+    agentTrace(otel.tracer);
+    const spans = otel.finished();
+    const [first, ...others] = spans;
+    const explain = async (some: ReadableSpan[]) => {
+      const reply = await postOtlp(server, '/otel/v1/traces/explain', { body: exportBody(some, 'http/protobuf'), contentType: 'application/x-protobuf', key: member.api_key, headers: { 'X-Loupe-Project': projectId } });
+      expect(reply.status).toBe(200);
+      return reply.json.calls.map((explained: { call: unknown }) => explained.call);
+    };
+    // calls/batch/create first, with the calls /explain shows; then the same spans over OTLP store nothing new.
+    const created = await rest(server, 'POST', '/calls/batch/create', { key: member.api_key, body: { batch: await explain(others) } });
+    expect(created.status, created.text).toBe(200);
+    expect(created.headers.get('loupe-new-records')).toBe('4');
+    const before = await storedTrace(projectId, first!.spanContext().traceId);
+    const exported = await postOtlp(server, '/otel/v1/traces', { body: exportBody(spans, 'http/protobuf'), contentType: 'application/x-protobuf', key: member.api_key, headers: { 'X-Loupe-Project': projectId }, gzip: true });
+    expect(exported.status).toBe(200);
+    expect(ProtobufTraceSerializer.deserializeResponse(exported.bytes)).toEqual({});
+    expect(exported.headers.get('loupe-new-records')).toBe('1');
+    const after = await storedTrace(projectId, first!.spanContext().traceId);
+    expect(after).toHaveLength(5);
+    for (const call of before) expect(after).toContainEqual(call);
+    // OTLP first: the same content through calls/batch/create is a retry (no 409, nothing new).
+    const again = await rest(server, 'POST', '/calls/batch/create', { key: member.api_key, body: { batch: await explain([first!]) } });
+    expect(again.status, again.text).toBe(200);
+    expect(again.headers.get('loupe-new-records')).toBe('0');
+    expect(await storedTrace(projectId, first!.spanContext().traceId)).toEqual(after);
+  });
+
+  it('/explain shows each field\'s source and the spans it would refuse, and stores nothing', async () => {
+    const projectId = 'acme/explained';
+    const otel = tracing({ protocol: 'http/json', env: otelEnvironment(server, { key: member.api_key, project: projectId }) });
+    agentTrace(otel.tracer);
+    const spans = otel.finished();
+    const llm = spans.find((span) => span.name.startsWith('chat'))!;
+    const failing = spans.find((span) => span.name === 'send_report')!;
+    const body = JSON.parse(Buffer.from(exportBody(spans, 'http/json')).toString('utf8'));
+    // One span more, whose span id is too short: refused, and named.
+    const bad = { ...body.resourceSpans[0].scopeSpans[0].spans[0], spanId: 'abcd', name: 'short id' };
+    body.resourceSpans[0].scopeSpans[0].spans.push(bad);
+    const reply = await postOtlp(server, '/otel/v1/traces/explain', { body: JSON.stringify(body), contentType: 'application/json', key: member.api_key, headers: { 'X-Loupe-Project': projectId } });
+    expect(reply.status).toBe(200);
+    expect(reply.json.calls).toHaveLength(5);
+    expect(reply.json.rejected).toEqual([{ trace_id: bad.traceId, span_id: 'abcd', name: 'short id', reason: 'its span id is not 8 bytes (16 hex digits), not all zero' }]);
+    const llmCall = reply.json.calls.find((explained: any) => explained.call.id === llm.spanContext().spanId);
+    expect(llmCall.sources).toEqual({
+      project_id: 'header X-Loupe-Project',
+      id: 'span_id',
+      trace_id: 'trace_id',
+      parent_id: 'parent_span_id',
+      op_name: 'name',
+      started_at: 'start_time_unix_nano',
+      ended_at: 'end_time_unix_nano',
+      inputs: 'gen_ai.system_instructions, gen_ai.input.messages (GenAI semantic conventions ≥ 1.37)',
+      output: 'gen_ai.output.messages (GenAI semantic conventions ≥ 1.37)',
+      exception: null,
+      attributes: '6 span attributes (3 taken for inputs and output), resource attributes, scope',
+    });
+    const failingCall = reply.json.calls.find((explained: any) => explained.call.id === failing.spanContext().spanId);
+    expect(failingCall.sources).toMatchObject({ inputs: null, output: null, exception: 'event exception' });
+    expect(failingCall.call.exception).toMatch(/^TypeError: report channel closed\n/);
+    const stored = await rest(server, 'POST', '/calls/query', { key: member.api_key, body: { project_id: projectId } });
+    expect(stored.body.calls).toEqual([]);
+  });
+
+  it('answers protobuf with protobuf and JSON with JSON; partialSuccess counts and names the spans refused, the rest is stored', async () => {
     const projectId = 'acme/partial';
     const otel = tracing({ protocol: 'http/protobuf', env: otelEnvironment(server, { key: member.api_key, project: projectId }) });
     inSpan(otel.tracer, { name: 'first' });
     inSpan(otel.tracer, { name: 'second' });
     const spans = otel.finished();
-    const protobuf = await postOtlp(server, '/otel/v1/traces', { body: exportBody(spans, 'http/protobuf'), contentType: 'application/x-protobuf', key: member.api_key, headers: { 'X-Loupe-Project': projectId } });
-    expect(protobuf.status, JSON.stringify(server.logs.filter((l) => (l.level as number) >= 50))).toBe(200);
+    const send = (body: Uint8Array | string, contentType: string) =>
+      postOtlp(server, '/otel/v1/traces', { body, contentType, key: member.api_key, headers: { 'X-Loupe-Project': projectId } });
+    const protobuf = await send(exportBody(spans, 'http/protobuf'), 'application/x-protobuf');
+    expect(protobuf.status).toBe(200);
     expect(protobuf.headers.get('content-type')).toBe('application/x-protobuf');
     expect(ProtobufTraceSerializer.deserializeResponse(protobuf.bytes)).toEqual({});
     expect(protobuf.headers.get('loupe-new-records')).toBe('2');
+
+    // `first` again with other content, a third span, and a fourth that repeats the third's id with other content.
+    const json = JSON.parse(Buffer.from(exportBody(spans, 'http/json')).toString('utf8'));
+    const list = json.resourceSpans[0].scopeSpans[0].spans;
+    const [firstJson, secondJson] = list;
+    const changed = { ...firstJson, name: 'first, renamed' };
+    const third = { ...secondJson, spanId: 'aaaaaaaaaaaaaaaa', name: 'third' };
+    const thirdAgain = { ...third, name: 'third, other content' };
+    json.resourceSpans[0].scopeSpans[0].spans = [changed, secondJson, third, thirdAgain];
+    const reply = await send(JSON.stringify(json), 'application/json');
+    expect(reply.status).toBe(200);
+    expect(reply.headers.get('content-type')).toBe('application/json');
+    expect(reply.headers.get('loupe-new-records')).toBe('1');
+    expect(reply.json).toEqual({
+      partialSuccess: {
+        rejectedSpans: '2',
+        errorMessage:
+          `2 of 4 spans refused: span ${firstJson.spanId} "first, renamed": a call with its id "${firstJson.spanId}" is stored in acme/partial with different content; ` +
+          'span aaaaaaaaaaaaaaaa "third, other content": its id "aaaaaaaaaaaaaaaa" repeats an earlier one of the same request with different content.',
+      },
+    });
+    const stored = await rest(server, 'POST', '/calls/query', { key: member.api_key, body: { project_id: projectId } });
+    expect(stored.body.calls.map((call: { op_name: string }) => call.op_name).sort()).toEqual(['first', 'second', 'third']);
+
+    // The same refusal over protobuf, read by the SDK's own response decoder.
+    const renamed: ReadableSpan = Object.assign(Object.create(Object.getPrototypeOf(spans[0])), spans[0], { name: 'first, renamed' });
+    const refused = await send(exportBody([renamed], 'http/protobuf'), 'application/x-protobuf');
+    expect(refused.status).toBe(200);
+    expect(refused.headers.get('content-type')).toBe('application/x-protobuf');
+    expect(ProtobufTraceSerializer.deserializeResponse(refused.bytes)).toEqual({
+      partialSuccess: { rejectedSpans: 1, errorMessage: `1 of 1 spans refused: span ${firstJson.spanId} "first, renamed": a call with its id "${firstJson.spanId}" is stored in acme/partial with different content.` },
+    });
   });
 });

@@ -16,7 +16,7 @@ const OTLP_STATUS_ERROR = 2;
 
 /** A span as the call it becomes, with where each field came from. */
 export type SpanCall = {
-  call: CallCreateReq & { parent_id: string | null };
+  call: CallCreateReq;
   /** Field → the span's field, attribute or event it came from; null where nothing was found. */
   sources: Record<string, string | null>;
 };
