@@ -1,7 +1,8 @@
 import { SpanKind, SpanStatusCode, context, trace, type Span, type Tracer } from '@opentelemetry/api';
 import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import protobuf from 'protobufjs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeEachBackend } from '../harness/backends.ts';
 import { createUser, rest, type CreatedKeyForTest } from '../harness/http.ts';
 import { exportBody, otelEnvironment, postOtlp, spanTime, tracing, type Protocol } from '../harness/otel.ts';
@@ -12,6 +13,18 @@ const SYSTEM = [{ type: 'text', content: 'You answer questions about the weather
 const QUESTION = [{ role: 'user', parts: [{ type: 'text', content: 'Weather in Paris?' }] }];
 const TOOL_CALL = [{ role: 'assistant', parts: [{ type: 'tool_call', id: 'call_1', name: 'get_weather', arguments: { city: 'Paris' } }], finish_reason: 'tool_call' }];
 const ANSWER = [{ role: 'assistant', parts: [{ type: 'text', content: 'Sunny, 21 °C.' }], finish_reason: 'stop' }];
+
+/** google.rpc.Status, as an OTLP client reads a 400's body. */
+const RpcStatus = protobuf.parse('syntax = "proto3"; package google.rpc; message Status { int32 code = 1; string message = 2; }').root.lookupType('google.rpc.Status');
+
+/** A hand-made OTLP/JSON request of one resource and one scope. */
+function jsonExport(spans: object[], resource: object[] = []): string {
+  return JSON.stringify({ resourceSpans: [{ resource: { attributes: resource }, scopeSpans: [{ scope: { name: 'hand', version: '1' }, spans }] }] });
+}
+
+const NOW_NS = () => String(BigInt(Date.now()) * 1_000_000n);
+const TRACE = '5b8efff798038103d269b633813fc60c';
+const jsonSpan = (extra: object = {}) => ({ traceId: TRACE, spanId: 'eee19b7ec3c1b174', name: 'op', startTimeUnixNano: NOW_NS(), endTimeUnixNano: NOW_NS(), ...extra });
 
 /** Runs `body` in a span named `name`, a child of `parent` (a root span without one), and ends it. */
 function inSpan(tracer: Tracer, { name, parent, kind, attributes }: { name: string; parent?: Span; kind?: SpanKind; attributes?: Record<string, string | number> }, body?: (span: Span) => void): void {
@@ -92,6 +105,13 @@ function expectedCall(span: ReadableSpan, { projectId, userId }: { projectId: st
     created_at: expect.stringMatching(TIMESTAMP),
     created_by: userId,
   };
+}
+
+/** Two spans of a trace, ended (not exported). */
+function tracingSpans(): ReadableSpan[] {
+  const otel = tracing({ protocol: 'http/protobuf', env: {} });
+  inSpan(otel.tracer, { name: 'a' }, (parent) => inSpan(otel.tracer, { name: 'b', parent }));
+  return otel.finished();
 }
 
 describeEachBackend('OTLP/HTTP trace ingest', (backend) => {
@@ -253,6 +273,130 @@ describeEachBackend('OTLP/HTTP trace ingest', (backend) => {
     expect(refused.headers.get('content-type')).toBe('application/x-protobuf');
     expect(ProtobufTraceSerializer.deserializeResponse(refused.bytes)).toEqual({
       partialSuccess: { rejectedSpans: 1, errorMessage: `1 of 1 spans refused: span ${firstJson.spanId} "first, renamed": a call with its id "${firstJson.spanId}" is stored in acme/partial with different content.` },
+    });
+  });
+
+  describe('refusals', () => {
+    const post = (path: string, options: Partial<Parameters<typeof postOtlp>[2]> = {}) =>
+      postOtlp(server, path, { body: jsonExport([jsonSpan()]), contentType: 'application/json', key: member.api_key, headers: { 'X-Loupe-Project': 'acme/refusals' }, ...options });
+
+    it('before the body is read: the usual JSON error (401, 403, 405, 415; 413 in the hostile tests)', async () => {
+      const anonymous = await post('/otel/v1/traces', { key: undefined });
+      expect(anonymous.status).toBe(401);
+      expect(anonymous.headers.get('www-authenticate')).toBe('Basic realm="loupe"');
+      expect(anonymous.json).toMatchObject({ code: 'UNAUTHORIZED', reason: expect.stringContaining('Credentials are required') });
+
+      const otherEntity = await post('/otel/v1/traces', { headers: { 'X-Loupe-Project': 'other/stuff' } });
+      expect(otherEntity.status).toBe(403);
+      expect(otherEntity.json).toMatchObject({ code: 'FORBIDDEN', reason: 'You are not a member of entity "other".' });
+      const strangerExplains = await post('/otel/v1/traces/explain', { key: stranger.api_key });
+      expect(strangerExplains.status).toBe(403);
+
+      const badHeader = await post('/otel/v1/traces', { headers: { 'X-Loupe-Project': 'no-slash' } });
+      expect(badHeader.status).toBe(400);
+      expect(badHeader.json.reason).toMatch(/^The header X-Loupe-Project must be/);
+
+      const get = await fetch(`${server.url}/otel/v1/traces`, { headers: { authorization: `Bearer ${member.api_key}` } });
+      expect(get.status).toBe(405);
+      expect(get.headers.get('allow')).toBe('POST');
+
+      const text = await post('/otel/v1/traces', { contentType: 'text/plain' });
+      expect(text.status).toBe(415);
+      expect(text.json.code).toBe('UNSUPPORTED_MEDIA_TYPE');
+      const brotli = await post('/otel/v1/traces', { headers: { 'X-Loupe-Project': 'acme/refusals', 'content-encoding': 'br' } });
+      expect(brotli.status).toBe(415);
+
+    });
+
+    it('a body that cannot be read: 400 with an OTLP Status in the request\'s content type', async () => {
+      const malformed = await post('/otel/v1/traces', { body: Buffer.from([0x0a, 0xff, 0xff, 0xff, 0x0f, 0x01]), contentType: 'application/x-protobuf' });
+      expect(malformed.status).toBe(400);
+      expect(malformed.headers.get('content-type')).toBe('application/x-protobuf');
+      expect(RpcStatus.toObject(RpcStatus.decode(malformed.bytes))).toEqual({ code: 3, message: expect.stringMatching(/^The protobuf body is not a valid ExportTraceServiceRequest/) });
+
+      const notJson = await post('/otel/v1/traces', { body: '{"resourceSpans": [' });
+      expect(notJson.status).toBe(400);
+      expect(notJson.headers.get('content-type')).toBe('application/json');
+      expect(notJson.json).toEqual({ code: 3, message: expect.stringMatching(/^Malformed JSON in the request body/) });
+
+      const wrongShape = await post('/otel/v1/traces', { body: JSON.stringify({ resourceSpans: [{ scopeSpans: [{ spans: {} }] }] }) });
+      expect(wrongShape.json).toEqual({ code: 3, message: 'resourceSpans[0].scopeSpans[0].spans must be an array.' });
+
+      const notGzip = await post('/otel/v1/traces', { headers: { 'X-Loupe-Project': 'acme/refusals', 'content-encoding': 'gzip' } });
+      expect(notGzip.status).toBe(400);
+      expect(notGzip.json).toEqual({ code: 3, message: 'The request body is not valid gzip (Content-Encoding: gzip).' });
+
+      const noProject = await post('/otel/v1/traces', { headers: {} });
+      expect(noProject.status).toBe(400);
+      expect(noProject.json).toEqual({ code: 3, message: 'No project: send the header X-Loupe-Project: <entity>/<project>, or the resource attribute loupe.project_id.' });
+      const noProjectProto = await post('/otel/v1/traces', { headers: {}, body: Buffer.from(exportBody(tracingSpans(), 'http/protobuf')), contentType: 'application/x-protobuf' });
+      expect(RpcStatus.toObject(RpcStatus.decode(noProjectProto.bytes))).toMatchObject({ code: 3, message: expect.stringMatching(/^No project/) });
+
+      const deep = { kvlistValue: { values: [] as object[] } };
+      let at = deep;
+      for (let i = 0; i < 17; i++) {
+        const inner = { kvlistValue: { values: [] as object[] } };
+        at.kvlistValue.values.push({ key: `k${i}`, value: inner });
+        at = inner;
+      }
+      const tooDeep = await post('/otel/v1/traces', { body: jsonExport([jsonSpan({ attributes: [{ key: 'deep', value: deep }] })]) });
+      expect(tooDeep.status).toBe(400);
+      expect(tooDeep.json.message).toMatch(/^An attribute value nests arrays and key-value lists deeper than 16 levels/);
+      expect((await rest(server, 'POST', '/calls/query', { key: member.api_key, body: { project_id: 'acme/refusals' } })).body.calls).toEqual([]);
+    });
+
+    it('a project named by a resource attribute of another entity: 403; a viewer may explain but not write', async () => {
+      const other = await post('/otel/v1/traces', { headers: {}, body: jsonExport([jsonSpan()], [{ key: 'loupe.project_id', value: { stringValue: 'other/stuff' } }]) });
+      expect(other.status).toBe(403);
+      expect(other.json).toMatchObject({ code: 'FORBIDDEN' });
+      const viewer = await createUser(server, { entity: 'acme', role: 'viewer' });
+      expect((await post('/otel/v1/traces', { key: viewer.api_key })).status).toBe(403);
+      const explained = await post('/otel/v1/traces/explain', { key: viewer.api_key });
+      expect(explained.status).toBe(200);
+      expect(explained.json.calls).toHaveLength(1);
+    });
+
+    it('spans with ids of the wrong length, times before 1970 or far in the future are refused in partialSuccess; the rest is stored', async () => {
+      const hour = 3_600_000_000_000n;
+      const now = BigInt(Date.now()) * 1_000_000n;
+      const spans = [
+        jsonSpan({ spanId: '00000000000000a1', name: 'kept' }),
+        jsonSpan({ spanId: '00000000000000a2', traceId: 'abcd', name: 'short trace id' }),
+        jsonSpan({ spanId: '00000000000000a3a3', name: 'long span id' }),
+        jsonSpan({ spanId: '00000000000000a4', parentSpanId: 'xyz', name: 'bad parent' }),
+        jsonSpan({ spanId: '0000000000000000', name: 'zero span id' }),
+        jsonSpan({ spanId: '00000000000000a6', startTimeUnixNano: '-5', name: 'before 1970' }),
+        jsonSpan({ spanId: '00000000000000a7', startTimeUnixNano: String(now + 48n * hour), endTimeUnixNano: String(now + 49n * hour), name: 'future' }),
+        jsonSpan({ spanId: '00000000000000a8', startTimeUnixNano: '0', name: 'no start' }),
+        jsonSpan({ spanId: '00000000000000a9', endTimeUnixNano: String(now - hour), name: 'ends first' }),
+        jsonSpan({ spanId: '00000000000000aa', name: '' }),
+      ];
+      const reply = await post('/otel/v1/traces', { body: jsonExport(spans), headers: { 'X-Loupe-Project': 'acme/bad-spans' } });
+      expect(reply.status).toBe(200);
+      expect(reply.json.partialSuccess.rejectedSpans).toBe('9');
+      const reasons = reply.json.partialSuccess.errorMessage as string;
+      expect(reasons).toMatch(/^9 of 10 spans refused: span 00000000000000a2 "short trace id": its trace id is not 16 bytes/);
+      for (const expected of [
+        '"long span id": its span id is not 8 bytes',
+        '"bad parent": its parent span id is not empty or 8 bytes',
+        '"zero span id": its span id is not 8 bytes',
+        '"before 1970": its start time is not a positive whole number of nanoseconds since 1970',
+        '"future": its start time is more than a day past the server\'s clock',
+        '"no start": its start time is not a positive whole number',
+        '"ends first": it ends before it starts',
+        '"": it has no name',
+      ]) {
+        expect(reasons).toContain(expected);
+      }
+      const stored = await rest(server, 'POST', '/calls/query', { key: member.api_key, body: { project_id: 'acme/bad-spans' } });
+      expect(stored.body.calls.map((call: { id: string }) => call.id)).toEqual(['00000000000000a1']);
+    });
+
+    it('more spans in one request than a batch may hold: 413', async () => {
+      const spans = Array.from({ length: 10_001 }, (_, i) => jsonSpan({ spanId: (i + 1).toString(16).padStart(16, '0') }));
+      const reply = await post('/otel/v1/traces', { body: jsonExport(spans), gzip: true });
+      expect(reply.status).toBe(413);
+      expect(reply.json).toMatchObject({ code: 'PAYLOAD_TOO_LARGE', reason: 'The request holds 10001 spans; at most 10000 are accepted in one export. Export fewer at once (OTEL_BSP_MAX_EXPORT_BATCH_SIZE).' });
     });
   });
 });
