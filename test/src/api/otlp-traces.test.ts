@@ -392,6 +392,21 @@ describeEachBackend('OTLP/HTTP trace ingest', (backend) => {
       expect(stored.body.calls.map((call: { id: string }) => call.id)).toEqual(['00000000000000a1']);
     });
 
+    it('an attribute key __proto__ (in a span, a key-value list or a message) is a plain key', async () => {
+      const attributes = [
+        { key: '__proto__', value: { stringValue: 'top' } },
+        { key: 'nested', value: { kvlistValue: { values: [{ key: '__proto__', value: { intValue: '1' } }] } } },
+        { key: 'gen_ai.input.messages', value: { stringValue: '[{"role":"user","parts":[],"__proto__":{"polluted":true}}]' } },
+      ];
+      const reply = await post('/otel/v1/traces/explain', { body: jsonExport([jsonSpan({ attributes })]) });
+      expect(reply.status).toBe(200);
+      const [{ call }] = reply.json.calls;
+      expect(Object.getOwnPropertyDescriptor(call.attributes, '__proto__')?.value).toBe('top');
+      expect(Object.getOwnPropertyDescriptor(call.attributes.nested, '__proto__')?.value).toBe(1);
+      expect(Object.getOwnPropertyDescriptor(call.inputs.messages[0], '__proto__')?.value).toEqual({ polluted: true });
+      expect(({} as { polluted?: boolean }).polluted).toBeUndefined();
+    });
+
     it('more spans in one request than a batch may hold: 413', async () => {
       const spans = Array.from({ length: 10_001 }, (_, i) => jsonSpan({ spanId: (i + 1).toString(16).padStart(16, '0') }));
       const reply = await post('/otel/v1/traces', { body: jsonExport(spans), gzip: true });
