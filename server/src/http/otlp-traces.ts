@@ -10,8 +10,8 @@ import { decodeProtobufRequest } from '../domain/otlp/decode-protobuf.ts';
 import { storeSpanCalls } from '../domain/otlp/ingest.ts';
 import { ExportTraceServiceResponse, RpcStatus } from '../domain/otlp/protobuf.ts';
 import { callsOfSpans, PROJECT_HEADER } from '../domain/otlp/span-calls.ts';
-import { OtlpUnreadable, spanCount, type ResourceSpans } from '../domain/otlp/spans.ts';
-import { scanExportRequest } from '../domain/otlp/wire-scan.ts';
+import { jsonSpanCount, OtlpUnreadable, type ResourceSpans } from '../domain/otlp/spans.ts';
+import { PastBound, scanExportRequest } from '../domain/otlp/wire-scan.ts';
 import { NEW_RECORDS_HEADER } from '../api/new-records.ts';
 import { authenticateRequest } from './admission.ts';
 import { jsonBodyMeter, readBody, type BodyMeter } from './body.ts';
@@ -94,7 +94,8 @@ export function otlpTracesHttp(services: Services) {
     const meter: BodyMeter =
       format === 'json'
         ? jsonBodyMeter(limits.jsonDepth + OTLP_JSON_EXTRA_DEPTH)
-        : { write: () => true, weight: (bytes) => 4 * bytes, tooHeavyReason: () => TOO_HEAVY_REASON };
+        : // Protobuf bytes are held as they come; what decoding them takes is held once they are scanned.
+          { write: () => true, weight: (bytes) => bytes, tooHeavyReason: () => TOO_HEAVY_REASON };
     const bytes = await readBody(req, res, {
       limits: { maxBytes: limits.bodyBytes, maxDepth: limits.jsonDepth + OTLP_JSON_EXTRA_DEPTH, waitMs: limits.bodyWaitMs, minRate: limits.bodyMinRate, timeoutMs: limits.bodyTimeoutMs },
       budget: services.heapBudget,
@@ -108,15 +109,17 @@ export function otlpTracesHttp(services: Services) {
     try {
       let request: ResourceSpans[];
       if (format === 'protobuf') {
-        const counts = scanExportRequest(bytes);
-        if (counts.spans > limits.batchRecords) return answer.tooManySpans(counts.spans, limits.batchRecords);
+        const heaviest = services.heapBudget.largest * HEAP_UNIT;
+        const maxMessages = Math.max(0, Math.floor((heaviest - 4 * bytes.length) / WEIGHT_PER_MESSAGE));
+        const counts = scanExportRequest(bytes, { maxSpans: limits.batchRecords, maxMessages });
         const weight = 4 * bytes.length + WEIGHT_PER_MESSAGE * counts.messages;
-        if (!(await roomFor(req, { weight, waitMs: limits.bodyWaitMs, heaviest: services.heapBudget.largest * HEAP_UNIT }, answer))) return;
+        if (!(await roomFor(req, { weight, waitMs: limits.bodyWaitMs, heaviest }, answer))) return;
         request = decodeProtobufRequest(bytes);
       } else {
-        request = decodeJsonRequest(parseJson(bytes));
-        const spans = spanCount(request);
-        if (spans > limits.batchRecords) return answer.tooManySpans(spans, limits.batchRecords);
+        const body = parseJson(bytes);
+        const spans = jsonSpanCount(body);
+        if (spans > limits.batchRecords) return answer.tooManySpans(`${spans}`, limits.batchRecords);
+        request = decodeJsonRequest(body);
       }
       const { calls, refused } = callsOfSpans(request, { projectHeader, now: Date.now() });
       // The projects named by resources, when no header named one: access as for calls/batch/create.
@@ -128,6 +131,10 @@ export function otlpTracesHttp(services: Services) {
       res.setHeader(NEW_RECORDS_HEADER, String(stored.newRecords));
       answer.exported(stored.rejectedSpans, stored.errorMessage);
     } catch (error) {
+      if (error instanceof PastBound) {
+        if (error.bound === 'maxSpans') return answer.tooManySpans(`more than ${limits.batchRecords}`, limits.batchRecords);
+        return answer.error(413, 'PAYLOAD_TOO_LARGE', TOO_HEAVY_REASON);
+      }
       if (error instanceof OtlpUnreadable) return answer.status(error.message);
       if (error instanceof DomainError && error.kind === 'invalid') return answer.status(error.message);
       sendFailure(req, res, error);
@@ -197,7 +204,7 @@ function answerer(req: Request, res: Response, format: Format) {
     error(status: number, code: string, reason: string, headers: Record<string, string> = {}) {
       sendError(req, res, status, code, reason, headers);
     },
-    tooManySpans(spans: number, max: number) {
+    tooManySpans(spans: string, max: number) {
       sendError(req, res, 413, 'PAYLOAD_TOO_LARGE', `The request holds ${spans} spans; at most ${max} are accepted in one export. Export fewer at once (OTEL_BSP_MAX_EXPORT_BATCH_SIZE).`);
     },
   };

@@ -43,9 +43,11 @@ export class OtlpUnreadable extends Error {
   }
 }
 
-/** The number of spans of a decoded request. */
-export function spanCount(request: readonly ResourceSpans[]): number {
+/** The number of spans of an OTLP/JSON request as parsed, before it is decoded (a part of the wrong type counts none: decoding refuses it). */
+export function jsonSpanCount(body: unknown): number {
   let count = 0;
-  for (const resource of request) for (const scope of resource.scopes) count += scope.spans.length;
+  const list = (value: unknown): unknown[] => (Array.isArray(value) ? value : []);
+  const field = (value: unknown, key: string): unknown => (value !== null && typeof value === 'object' ? (value as Record<string, unknown>)[key] : undefined);
+  for (const resource of list(field(body, 'resourceSpans'))) for (const scope of list(field(resource, 'scopeSpans'))) count += list(field(scope, 'spans')).length;
   return count;
 }
