@@ -1,11 +1,11 @@
 import { SpanKind, SpanStatusCode, context, trace, type Span, type Tracer } from '@opentelemetry/api';
 import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace';
-import protobuf from 'protobufjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeEachBackend } from '../harness/backends.ts';
 import { createUser, rest, type CreatedKeyForTest } from '../harness/http.ts';
 import { exportBody, otelEnvironment, postOtlp, spanTime, tracing, type Protocol } from '../harness/otel.ts';
+import { RpcStatus } from '../harness/otlp-wire.ts';
 import { TIMESTAMP } from '../harness/queues.ts';
 import { startTestServer, type TestServer } from '../harness/server.ts';
 
@@ -14,8 +14,6 @@ const QUESTION = [{ role: 'user', parts: [{ type: 'text', content: 'Weather in P
 const TOOL_CALL = [{ role: 'assistant', parts: [{ type: 'tool_call', id: 'call_1', name: 'get_weather', arguments: { city: 'Paris' } }], finish_reason: 'tool_call' }];
 const ANSWER = [{ role: 'assistant', parts: [{ type: 'text', content: 'Sunny, 21 °C.' }], finish_reason: 'stop' }];
 
-/** google.rpc.Status, as an OTLP client reads a 400's body. */
-const RpcStatus = protobuf.parse('syntax = "proto3"; package google.rpc; message Status { int32 code = 1; string message = 2; }').root.lookupType('google.rpc.Status');
 
 /** A hand-made OTLP/JSON request of one resource and one scope. */
 function jsonExport(spans: object[], resource: object[] = []): string {

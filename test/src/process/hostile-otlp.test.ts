@@ -3,12 +3,12 @@ import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { gzipSync } from 'node:zlib';
-import protobuf from 'protobufjs';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeEachBackend } from '../harness/backends.ts';
 import { createUserViaCli, startChildServer, type ChildServer, type CliUser } from '../harness/child-server.ts';
 import { freshDatabase, type TestDatabase } from '../harness/databases.ts';
 import { basic } from '../harness/http.ts';
+import { ExportResponse as Response, exportRequest, field, keyValue, nowNs, RpcStatus, span as wireSpan, text } from '../harness/otlp-wire.ts';
 
 // Issue 26 point 6: hostile OTLP requests have a bounded cost, on the server as `npm start` runs
 // it (384 MB heap): a gzip bomb, attribute values nested past the limit, 100,000 tiny spans in one
@@ -25,33 +25,10 @@ function peakRssMb(pid: number): number {
   return Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 }
 
-// Protobuf written by field number with protobufjs's writer, from the OTLP definitions' numbers
-// (independent of the server's decoder).
-function field(number: number, bytes: Uint8Array): Buffer {
-  return Buffer.from(protobuf.Writer.create().uint32((number << 3) | 2).bytes(bytes).finish());
-}
-function fixed64(number: number, value: bigint): Buffer {
-  return Buffer.from(protobuf.Writer.create().uint32((number << 3) | 1).fixed64(value.toString()).finish());
-}
-function text(value: string): Buffer {
-  return Buffer.from(value, 'utf8');
-}
-const nowNs = () => BigInt(Date.now()) * 1_000_000n;
-/** A Span: trace_id 1, span_id 2, name 5, start 7, end 8, attributes 9 (KeyValue: key 1, value 2). */
+/** A span of `name` now, with random ids unless given. */
 function span({ traceId = randomBytes(16), spanId = randomBytes(8), name = 'op', start = nowNs(), attributes = [] as Buffer[] } = {}): Buffer {
-  return Buffer.concat([field(1, traceId), field(2, spanId), field(5, text(name)), fixed64(7, start), fixed64(8, start), ...attributes.map((kv) => field(9, kv))]);
+  return wireSpan({ traceId, spanId, name, start, end: start, attributes });
 }
-function keyValue(key: string, anyValue: Buffer): Buffer {
-  return Buffer.concat([field(1, text(key)), field(2, anyValue)]);
-}
-/** ExportTraceServiceRequest { resource_spans 1 { scope_spans 2 { spans 2 } } }. */
-function exportRequest(spans: Buffer[]): Buffer {
-  return field(1, field(2, Buffer.concat(spans.map((s) => field(2, s)))));
-}
-const RpcStatus = protobuf.parse('syntax = "proto3"; package google.rpc; message Status { int32 code = 1; string message = 2; }').root.lookupType('google.rpc.Status');
-const Response = protobuf
-  .parse('syntax = "proto3"; message R { P partial_success = 1; } message P { int64 rejected_spans = 1; string error_message = 2; }', { keepCase: true })
-  .root.lookupType('R');
 
 type Answer = { status: number; head: string; body: Buffer; ms: number };
 
