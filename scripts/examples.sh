@@ -67,6 +67,12 @@ ME=$(api $B/me | field user_id); echo "ME=$ME"
 api -H "$J" $B/projects/users -d '{"project_id":"acme/bot","user_ids":["'"$ME"'","no-such-user"]}'
 #   {"users":[{"user_id":"<ME>","username":"alice-…"}]}: the unknown id is left out
 
+# OpenTelemetry: a small GenAI trace from the SDK, configured by the standard variables only.
+export OTEL_EXPORTER_OTLP_ENDPOINT=$B/otel OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer%20$KEY,X-Loupe-Project=acme/traces"
+node docs/examples/send-genai-trace.mjs   # TRACE=<its trace id>
+api -H "$J" $B/calls/query -d '{"project_id":"acme/traces","filter":{"root_only":true}}'   # the agent span, as a call
+api -H "$J" $B/calls/query -d '{"project_id":"acme/traces","filter":{"attributes":[{"path":"gen_ai.request.model","op":"eq","value":"gpt-4o"}]}}'
+
 # The CLI takes the server and the key from the environment: the same key as `api`.
 export LOUPE_URL=$B LOUPE_API_KEY=$KEY
 T=$(mktemp -d)

@@ -15,6 +15,7 @@ import { errorHandler, notFound, requireJsonBody } from './http/errors.ts';
 import { Metrics } from './http/metrics.ts';
 import { modelListHttp } from './http/model-list.ts';
 import { operationsRouter } from './http/operations.ts';
+import { otlpTracesHttp } from './http/otlp-traces.ts';
 import { RequestTracker } from './http/request-tracker.ts';
 import { restDoor } from './http/rest-door.ts';
 import { RouteTable } from './http/route-table.ts';
@@ -75,6 +76,8 @@ export function createApp(services: Services): { listener: RequestListener; drai
   const operations = operationsRouter(services.orm, metrics, services.config.dbTimeouts.connectMs, userRequirement(services));
   const operationMethods = new Set(['GET', 'HEAD', 'OPTIONS']);
   app.use((req, res, next) => (operationMethods.has(req.method) ? operations(req, res, next) : next()));
+  // OpenTelemetry's OTLP/HTTP routes read protobuf and gzip bodies with their own reader (same limits).
+  app.use(otlpTracesHttp(services));
   // Nothing of a body is read before its route is known and its credentials are checked.
   const { limits } = services.config;
   app.use(requireJsonBody(limits.bodyBytes));

@@ -46,6 +46,11 @@ export function keepBodyHold(req: IncomingMessage, hold: HeapHold): void {
   (req as Holding)[BODY_HOLD] = hold;
 }
 
+/** The heap the request's body holds, to grow it once more of what it will take is known (an OTLP protobuf body, once scanned). */
+export function bodyHoldOf(req: IncomingMessage): HeapHold | undefined {
+  return (req as Holding)[BODY_HOLD];
+}
+
 /**
  * Gives back the heap the request's body holds, once its procedure makes an answer that takes its
  * own: the body (a query's input) is read by then, and the answer, charged to the same accounts,

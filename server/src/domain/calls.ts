@@ -98,31 +98,72 @@ function parseJson(text: string | null): unknown {
 const callName = (projectId: string, id: string) => `Call "${id}" of project ${projectId}`;
 
 
-type Keyed = { key: string; hash: string; id: string; call: CallCreateReq };
+type Keyed = { key: string; hash: string; id: string; call: CallCreateReq; index: number };
 
 /**
  * Stores a batch of calls, all or nothing. An id that exists with the same content is a retry and
  * stores nothing new; with other content it is a 409 for the whole batch.
+ */
+export async function createCalls(db: SqlScope, userId: string, batch: readonly CallCreateReq[]): Promise<StoredBatch<{ id: string }>> {
+  return writeCalls(db, { userId, batch, conflicts: 'fail' });
+}
+
+export type CallWrite = {
+  userId: string;
+  batch: readonly CallCreateReq[];
+  /**
+   * 'fail': a call whose id repeats an earlier one of the batch, or a stored one, with other content
+   * fails the whole batch (400, 409). 'report': that call is left out and named in `refused`, and
+   * the rest of the batch is stored, all or nothing (OpenTelemetry's partial success, contract 5.9).
+   */
+  conflicts: 'fail' | 'report';
+};
+
+/** A call of the batch left out, by its position in the batch. */
+export type RefusedCall = { index: number; reason: string };
+
+/**
+ * Stores calls (see CallWrite): the one write of calls/batch/create and of OpenTelemetry ingest, so
+ * that the same content gives the same stored call, and a retry by either stores nothing new.
  *
  * Written in SQL with bound parameters: each JSON column is serialised once, per chunk as it is
  * written, and bound as text (PostgreSQL casts it to jsonb). The ORM's insert wrote every value into
  * the statement's text, escaped, which took dozens of times a large call's size in heap.
  */
-export async function createCalls(db: SqlScope, userId: string, batch: readonly CallCreateReq[]): Promise<StoredBatch<{ id: string }>> {
+export async function writeCalls(
+  db: SqlScope,
+  { userId, batch, conflicts }: CallWrite,
+): Promise<StoredBatch<{ id: string }> & { refused: RefusedCall[] }> {
   batch.forEach((call, index) => {
     if (call.ended_at && Date.parse(call.ended_at) < Date.parse(call.started_at)) {
       throw invalid(`batch[${index}].ended_at (${call.ended_at}) is before its started_at (${call.started_at}).`);
     }
   });
-  const keyed: Keyed[] = batch.map((call) => {
+  const keyed: Keyed[] = batch.map((call, index) => {
     const id = call.id ?? newId();
-    return { key: `${call.project_id}\u0000${id}`, hash: contentHash(call), id, call };
+    return { key: `${call.project_id}\u0000${id}`, hash: contentHash(call), id, call, index };
   });
-  const positions = firstPositions(keyed, (index, first) =>
-    invalid(`batch[${index}]: call id "${keyed[index]!.id}" repeats batch[${first}] with different content.`),
-  );
-  const unique = keyed.filter((_, index) => positions[index] === index);
+  const refused: RefusedCall[] = [];
+  const unique: Keyed[] = [];
+  if (conflicts === 'fail') {
+    const positions = firstPositions(keyed, (index, first) =>
+      invalid(`batch[${index}]: call id "${keyed[index]!.id}" repeats batch[${first}] with different content.`),
+    );
+    unique.push(...keyed.filter((_, index) => positions[index] === index));
+  } else {
+    const first = new Map<string, Keyed>();
+    for (const element of keyed) {
+      const earlier = first.get(element.key);
+      if (earlier === undefined) {
+        first.set(element.key, element);
+        unique.push(element);
+      } else if (earlier.hash !== element.hash) {
+        refused.push({ index: element.index, reason: `its id "${element.id}" repeats an earlier one of the same request with different content` });
+      }
+    }
+  }
   const now = new Date();
+  let conflicting = 0;
 
   const retried = await sqlTransaction(db, async (tx) => {
     for (const projectId of new Set(unique.map(({ call }) => call.project_id))) await ensureProject(tx, projectId);
@@ -153,11 +194,23 @@ export async function createCalls(db: SqlScope, userId: string, batch: readonly 
         }
         return stored;
       },
-      conflict: (element) =>
-        conflict(`batch[${keyed.findIndex((k) => k.key === element.key)}]: call id "${element.id}" already exists in ${element.call.project_id} with different content.`),
+      conflict: (element) => {
+        if (conflicts === 'fail') {
+          return conflict(`batch[${element.index}]: call id "${element.id}" already exists in ${element.call.project_id} with different content.`);
+        }
+        conflicting++;
+        refused.push({ index: element.index, reason: `a call with its id "${element.id}" is stored in ${element.call.project_id} with different content` });
+        return undefined;
+      },
     });
   });
-  return { results: keyed.map(({ id }) => ({ id })), newRecords: unique.length - retried.size };
+  refused.sort((a, b) => a.index - b.index);
+  const refusedIndexes = new Set(refused.map(({ index }) => index));
+  return {
+    results: keyed.filter(({ index }) => !refusedIndexes.has(index)).map(({ id }) => ({ id })),
+    newRecords: unique.length - retried.size - conflicting,
+    refused,
+  };
 }
 
 /** A JSON column's parameter: the value's JSON text, or SQL null for an absent or null value. */

@@ -31,15 +31,16 @@ export type InsertThenCompare<E extends Keyed, S> = {
   insert(chunk: readonly E[]): Promise<ReadonlySet<string>>;
   /** The stored rows of a chunk of elements whose key was taken, by key, with their hash. */
   readStored(chunk: readonly E[]): Promise<ReadonlyMap<string, S & { hash: string | null }>>;
-  /** The 409 for an element whose key is stored with other content. */
-  conflict(element: E): Error;
+  /** The 409 for an element whose key is stored with other content; or undefined to leave that element out and go on (the caller reports it). */
+  conflict(element: E): Error | undefined;
 };
 
 /**
  * Idempotent creation by client-chosen id: every element (one per key, see firstPositions) is
  * inserted, leaving a row whose key exists alone; the rows that were not inserted (a retry, or a
  * concurrent request with the same id) are read back and compared by content hash. Equal is a
- * retry, different is a 409 that fails the whole batch. Answers the stored rows of the retries.
+ * retry, different is a 409 that fails the whole batch (or, as `conflict` chooses, an element left
+ * out). Answers the stored rows of the retries.
  */
 /** What a batch write answers: a result per element, and how many records it stored that were not stored before. */
 export type StoredBatch<R> = { results: R[]; newRecords: number };
@@ -62,7 +63,11 @@ export async function insertThenCompare<E extends Keyed, S>(
     for (const element of chunk) {
       const row = stored.get(element.key);
       if (!row) throw new Error(`the stored row of ${JSON.stringify(element.key)} was deleted after its insert was refused`);
-      if (row.hash !== element.hash) throw store.conflict(element);
+      if (row.hash !== element.hash) {
+        const error = store.conflict(element);
+        if (error) throw error;
+        continue;
+      }
       retries.set(element.key, row);
     }
   }

@@ -71,6 +71,22 @@ export function userRequirement(services: Services) {
   };
 }
 
+/**
+ * Authenticates a request of a route outside the router (OpenTelemetry ingest) before its body is
+ * read, as `userRequirement` does: the user, or undefined once the refusal (401, 429) is answered.
+ */
+export async function authenticateRequest(services: Services, req: Request, res: Response): Promise<AuthUser | undefined> {
+  try {
+    const user = await authenticated(services, req);
+    admit(req, user);
+    return user;
+  } catch (error) {
+    leaveBodyUnread(req, res, services.config.limits.bodyBytes);
+    sendFailure(req, res, error);
+    return undefined;
+  }
+}
+
 async function authenticated(services: Services, req: Request): Promise<AuthUser> {
   const header = req.headers.authorization;
   const credentials = parseAuthorization(header);

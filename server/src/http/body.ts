@@ -1,4 +1,5 @@
 import type { NextFunction, Request, Response } from 'express';
+import { createGunzip } from 'node:zlib';
 import onHeaders from 'on-headers';
 import { heapAccountsOf, keepBodyHold, refusalOf } from '../api/request-admission.ts';
 import { heapUnits, HEAP_UNIT, type HeapBudget } from '../domain/heap-budget.ts';
@@ -51,10 +52,6 @@ export function bodyText(req: object): string | undefined {
  * with a body holds nothing once it streams.
  */
 export function jsonBodyReader(limits: BodyLimits, budget: HeapBudget) {
-  const unitsOf = heapUnits;
-  /** The heaviest body that can be held: the budget less one share, so that others always have one. */
-  const heaviest = budget.largest * HEAP_UNIT;
-
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     if (!carriesBody(req.method)) return next();
     if (refusalOf(req) !== undefined) {
@@ -73,51 +70,8 @@ export function jsonBodyReader(limits: BodyLimits, budget: HeapBudget) {
     if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
       return refuse(415, 'UNSUPPORTED_MEDIA_TYPE', `The request body must be UTF-8 JSON (charset ${charset.slice(0, 32)} is not accepted).`);
     }
-    const declared = req.headers['content-length'] === undefined ? undefined : Number(req.headers['content-length']);
-    if (declared !== undefined && declared > limits.maxBytes) return refuse(413, 'PAYLOAD_TOO_LARGE', tooLargeReason(limits.maxBytes));
-
-    const hold = budget.hold(heapAccountsOf(req));
-    keepBodyHold(req, hold);
-    res.once('close', () => hold.release());
-    onHeaders(res, () => hold.release());
-    // A body cut short for its pace leaves bytes unread on the connection: it is closed after the answer.
-    const cut = (status: number, code: string, reason: string, headers: Record<string, string> = {}) => {
-      hold.release();
-      sendError(req, res, status, code, reason, { ...headers, Connection: 'close' });
-    };
-    // One refused for what it weighs, or for want of room, is drained (its bytes are dropped as
-    // they come, within its declared length), so that a client that sends it all reads the answer.
-    const drain = (status: number, code: string, reason: string, headers: Record<string, string> = {}) => {
-      hold.release();
-      if (declared === undefined) return cut(status, code, reason, headers);
-      req.resume();
-      sendError(req, res, status, code, reason, headers);
-    };
-    // A body waits for room at most `waitMs` in all, however many times it has to.
-    let waitLeft = limits.waitMs;
-    const room = (weight: number): boolean | Promise<boolean> => {
-      const granted = hold.growTo(unitsOf(weight), waitLeft);
-      if (typeof granted === 'boolean') return granted;
-      const since = Date.now();
-      return granted.then((ok) => {
-        waitLeft = Math.max(0, waitLeft - (Date.now() - since));
-        return ok;
-      });
-    };
-    const first = room(0);
-    if (first !== true && !(await first)) return refuse(503, 'SERVICE_UNAVAILABLE', BUSY_REASON, { 'Retry-After': '1' });
-
-    const meter = new JsonMeter(limits.maxDepth);
-    const bytes = await receive(req, declared, limits, heaviest, meter, room);
-    if (bytes === 'too large') return cut(413, 'PAYLOAD_TOO_LARGE', tooLargeReason(limits.maxBytes));
-    if (bytes === 'too heavy') return drain(413, 'PAYLOAD_TOO_LARGE', tooHeavyReason(meter.shape()));
-    if (bytes === 'busy') return drain(503, 'SERVICE_UNAVAILABLE', BUSY_REASON, { 'Retry-After': '1' });
-    if (bytes === 'too slow') {
-      return cut(408, 'REQUEST_TIMEOUT', `The request body arrived slower than the server accepts (${limits.minRate} bytes per second over ${RATE_WINDOW_MS / 1000} s).`);
-    }
-    if (bytes === 'timed out') return cut(408, 'REQUEST_TIMEOUT', `The request body did not arrive within ${limits.timeoutMs / 1000} s.`);
-    if (bytes === 'aborted') return cut(400, 'BAD_REQUEST', 'The request body was not received completely.');
-    if (bytes === 'too deep') return drain(400, 'BAD_REQUEST', tooDeepReason(limits.maxDepth));
+    const bytes = await readBody(req, res, { limits, budget, meter: jsonBodyMeter(limits.maxDepth) });
+    if (bytes === undefined || bytes === 'not gzip') return;
     if (bytes.length === 0) {
       req.body = {};
       return next();
@@ -151,6 +105,99 @@ export function jsonBodyReader(limits: BodyLimits, budget: HeapBudget) {
   };
 }
 
+/** How a body is weighed as it arrives: `write` false refuses it as nested too deep; `weight` is the heap it will take. */
+export type BodyMeter = { write(chunk: Uint8Array): boolean; weight(byteLength: number): number; tooHeavyReason(): string };
+
+/** A JSON body's meter: its depth bound, and its weight from its shape (domain/json-shape.ts bodyWeight). */
+export function jsonBodyMeter(maxDepth: number): BodyMeter {
+  const meter = new JsonMeter(maxDepth);
+  return {
+    write: (chunk) => meter.write(chunk),
+    weight: (byteLength) => bodyWeight(byteLength, meter.shape()),
+    tooHeavyReason: () => tooHeavyReason(meter.shape()),
+  };
+}
+
+export type ReadBodyOptions = {
+  limits: BodyLimits;
+  budget: HeapBudget;
+  meter: BodyMeter;
+  /** The body is gzip: it is inflated as it arrives, and its inflated bytes are what the limits, the meter and the budget see. */
+  gunzip?: boolean;
+};
+
+/**
+ * Receives an admitted request's body within its limits and the heap budget (see jsonBodyReader):
+ * the bytes, or undefined once the request is answered with the error. A gzip body is inflated as
+ * it arrives; inflation stops at `maxBytes` inflated bytes (413), never after, and one that is not
+ * gzip gives 'not gzip', left for the caller to answer.
+ */
+export async function readBody(req: Request, res: Response, { limits, budget, meter, gunzip = false }: ReadBodyOptions): Promise<Buffer | 'not gzip' | undefined> {
+  /** The heaviest body that can be held: the budget less one share, so that others always have one. */
+  const heaviest = budget.largest * HEAP_UNIT;
+  const declared = req.headers['content-length'] === undefined ? undefined : Number(req.headers['content-length']);
+  if (declared !== undefined && declared > limits.maxBytes) {
+    leaveBodyUnread(req, res, limits.maxBytes);
+    sendError(req, res, 413, 'PAYLOAD_TOO_LARGE', tooLargeReason(limits.maxBytes));
+    return undefined;
+  }
+
+  const hold = budget.hold(heapAccountsOf(req));
+  keepBodyHold(req, hold);
+  res.once('close', () => hold.release());
+  onHeaders(res, () => hold.release());
+  // A body cut short (for its pace, its size, or a corrupt stream) leaves bytes unread on the connection: it is closed after the answer.
+  const cut = (status: number, code: string, reason: string, headers: Record<string, string> = {}) => {
+    hold.release();
+    sendError(req, res, status, code, reason, { ...headers, Connection: 'close' });
+    return undefined;
+  };
+  // One refused for what it weighs, or for want of room, is drained (its bytes are dropped as
+  // they come, within its declared length), so that a client that sends it all reads the answer.
+  const drain = (status: number, code: string, reason: string, headers: Record<string, string> = {}) => {
+    hold.release();
+    if (declared === undefined) return cut(status, code, reason, headers);
+    req.resume();
+    sendError(req, res, status, code, reason, headers);
+    return undefined;
+  };
+  // A body waits for room at most `waitMs` in all, however many times it has to.
+  let waitLeft = limits.waitMs;
+  const room = (weight: number): boolean | Promise<boolean> => {
+    const granted = hold.growTo(heapUnits(weight), waitLeft);
+    if (typeof granted === 'boolean') return granted;
+    const since = Date.now();
+    return granted.then((ok) => {
+      waitLeft = Math.max(0, waitLeft - (Date.now() - since));
+      return ok;
+    });
+  };
+  const first = room(0);
+  if (first !== true && !(await first)) {
+    hold.release();
+    leaveBodyUnread(req, res, limits.maxBytes);
+    sendError(req, res, 503, 'SERVICE_UNAVAILABLE', BUSY_REASON, { 'Retry-After': '1' });
+    return undefined;
+  }
+
+  const bytes = await receive(req, { declared, limits, heaviest, meter, room, gunzip });
+  if (bytes === 'too large') return cut(413, 'PAYLOAD_TOO_LARGE', tooLargeReason(limits.maxBytes, gunzip));
+  if (bytes === 'too heavy') return drain(413, 'PAYLOAD_TOO_LARGE', meter.tooHeavyReason());
+  if (bytes === 'busy') return drain(503, 'SERVICE_UNAVAILABLE', BUSY_REASON, { 'Retry-After': '1' });
+  if (bytes === 'too slow') {
+    return cut(408, 'REQUEST_TIMEOUT', `The request body arrived slower than the server accepts (${limits.minRate} bytes per second over ${RATE_WINDOW_MS / 1000} s).`);
+  }
+  if (bytes === 'timed out') return cut(408, 'REQUEST_TIMEOUT', `The request body did not arrive within ${limits.timeoutMs / 1000} s.`);
+  if (bytes === 'aborted') return cut(400, 'BAD_REQUEST', 'The request body was not received completely.');
+  if (bytes === 'too deep') return drain(400, 'BAD_REQUEST', tooDeepReason(limits.maxDepth));
+  if (bytes === 'not gzip') {
+    // The rest of a corrupt stream is not read: the connection closes after the answer.
+    res.setHeader('Connection', 'close');
+    return 'not gzip';
+  }
+  return bytes;
+}
+
 function malformedJsonReason(detail: string): string {
   return `Malformed JSON in the request body: ${detail}.`;
 }
@@ -165,11 +212,20 @@ function tooDeepReason(maxDepth: number): string {
   return `The request body nests objects and arrays deeper than ${maxDepth} levels.`;
 }
 
-function tooLargeReason(maxBytes: number): string {
-  return `The request body is larger than the server accepts (${maxBytes} bytes).`;
+function tooLargeReason(maxBytes: number, inflated = false): string {
+  return `The request body is larger than the server accepts (${maxBytes} bytes${inflated ? ' once inflated' : ''}).`;
 }
 
-type Received = Buffer | 'too large' | 'too heavy' | 'too deep' | 'aborted' | 'busy' | 'too slow' | 'timed out';
+type Received = Buffer | 'too large' | 'too heavy' | 'too deep' | 'aborted' | 'busy' | 'too slow' | 'timed out' | 'not gzip';
+
+type ReceiveOptions = {
+  declared: number | undefined;
+  limits: BodyLimits;
+  heaviest: number;
+  meter: BodyMeter;
+  room: (weight: number) => boolean | Promise<boolean>;
+  gunzip: boolean;
+};
 
 /**
  * The whole body as one buffer, or why not. Each chunk is measured (`meter`) as it comes, and
@@ -177,34 +233,39 @@ type Received = Buffer | 'too large' | 'too heavy' | 'too deep' | 'aborted' | 'b
  * (TCP holds the client back) and the rate is not judged. Each window of RATE_WINDOW_MS must bring
  * `minRate` bytes per second of the body, or what was left of it; and all of it must come within
  * `timeoutMs`. Past `heaviest` (the most one body may hold), the rest is not read.
+ *
+ * A gzip body goes through a streaming inflater: the rate and the declared length are of the bytes
+ * sent, the size bound, the meter and the weight of the bytes inflated, and the inflater is paused
+ * with the request, so that it never runs ahead of the budget; it is destroyed at the size bound.
  */
-function receive(
-  req: Request,
-  declared: number | undefined,
-  limits: BodyLimits,
-  heaviest: number,
-  meter: JsonMeter,
-  room: (weight: number) => boolean | Promise<boolean>,
-): Promise<Received> {
+function receive(req: Request, { declared, limits, heaviest, meter, room, gunzip }: ReceiveOptions): Promise<Received> {
   return new Promise((resolve) => {
     const bound = declared ?? limits.maxBytes;
     // A body of a declared length is copied into one buffer of that length once a sixteenth of it
     // has come (a client that declares much and sends little makes the server allocate little;
     // chunks kept until the end would hold their memory twice, and scattered); until then, and
-    // without a declared length, its chunks are kept as they came.
+    // without a declared length (or inflated), its chunks are kept as they came.
     let into: Buffer | undefined;
     const chunks: Buffer[] = [];
+    /** Bytes sent, and bytes kept (the same unless inflated). */
     let received = 0;
+    let kept = 0;
     let done = false;
     let windowStart = 0;
     let receivedAtWindowStart = 0;
     let rateTimer: NodeJS.Timeout | undefined;
+    const inflater = gunzip ? createGunzip() : undefined;
     const finish = (result: Received) => {
       if (done) return;
       done = true;
       clearTimeout(rateTimer);
       clearTimeout(deadline);
       req.off('data', onData).off('end', onEnd).off('aborted', onAborted).off('error', onAborted).off('close', onAborted);
+      if (inflater) {
+        inflater.off('data', onKept).off('end', onInflated).off('error', onCorrupt);
+        inflater.on('error', () => {}); // destroying it may still report the stream it was cut from
+        inflater.destroy();
+      }
       if (typeof result === 'string') req.pause();
       resolve(result);
     };
@@ -222,37 +283,53 @@ function receive(
     const deadline = setTimeout(() => finish('timed out'), limits.timeoutMs);
     const onData = (chunk: Buffer) => {
       if (received + chunk.length > bound) return finish('too large');
-      if (!meter.write(chunk)) return finish('too deep');
-      if (into) chunk.copy(into, received);
-      else chunks.push(chunk);
       received += chunk.length;
-      if (!into && declared !== undefined && received * 16 >= declared && received < declared) {
+      if (inflater) inflater.write(chunk);
+      else onKept(chunk);
+    };
+    const onKept = (chunk: Buffer) => {
+      if (done) return;
+      if (kept + chunk.length > limits.maxBytes) return finish('too large');
+      if (!meter.write(chunk)) return finish('too deep');
+      if (into) chunk.copy(into, kept);
+      else chunks.push(chunk);
+      kept += chunk.length;
+      if (!inflater && !into && declared !== undefined && kept * 16 >= declared && kept < declared) {
         into = Buffer.allocUnsafe(declared);
         let at = 0;
-        for (const kept of chunks) at += kept.copy(into, at);
+        for (const chunkKept of chunks) at += chunkKept.copy(into, at);
         chunks.length = 0;
       }
-      const weight = bodyWeight(received, meter.shape());
+      const weight = meter.weight(kept);
       if (weight > heaviest) return finish('too heavy');
       const granted = room(weight);
       if (granted === true) return;
       if (granted === false) return finish('busy');
       req.pause();
+      inflater?.pause();
       clearTimeout(rateTimer);
       void granted.then((ok) => {
         if (done) return;
         if (!ok) return finish('busy');
         startWindow();
+        inflater?.resume();
         req.resume();
       });
     };
+    const whole = () => into ?? (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, kept));
     const onEnd = () => {
       if (declared !== undefined && received !== declared) return finish('aborted');
-      finish(into ?? (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received)));
+      if (!inflater) return finish(whole());
+      // All of it was sent: the request's 'close' that follows is no abort while the inflater finishes.
+      req.off('aborted', onAborted).off('error', onAborted).off('close', onAborted);
+      inflater.end();
     };
+    const onInflated = () => finish(whole());
+    const onCorrupt = () => finish('not gzip');
     const onAborted = () => finish('aborted');
     // A client that goes away mid-body ends the read with 'aborted', 'error' or at least 'close'.
     req.on('data', onData).on('end', onEnd).on('aborted', onAborted).on('error', onAborted).on('close', onAborted);
+    inflater?.on('data', onKept).on('end', onInflated).on('error', onCorrupt);
     startWindow();
   });
 }

@@ -1,6 +1,7 @@
+import { OTLP_EXPLAIN_PATH, OTLP_TRACES_PATH } from './otlp-traces.ts';
 import type { RouteTable } from './route-table.ts';
 
-const OPERATIONS = new Set(['/health', '/ready', '/metrics', '/openapi.json']);
+const OPERATIONS = new Set(['/health', '/ready', '/metrics', '/openapi.json', OTLP_TRACES_PATH, OTLP_EXPLAIN_PATH]);
 
 /**
  * Names the route a request took, for metric labels: the OpenAPI path template for REST routes,

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cliBenchmark } from './cli.ts';
 import { feedbackIngestBenchmark } from './feedback-ingest.ts';
+import { otlpIngestBenchmark } from './otlp-ingest.ts';
 import { modelListBenchmark } from './model-list.ts';
 import { progressBenchmark } from './progress-writes.ts';
 import { claimBenchmark } from './claim-writes.ts';
@@ -22,6 +23,7 @@ const BENCHMARKS: Record<string, (settings: Settings, workDir: string) => Promis
   claim: claimBenchmark,
   'items-query': itemsQueryBenchmark,
   'feedback-ingest': feedbackIngestBenchmark,
+  'otlp-ingest': otlpIngestBenchmark,
   agreement: agreementBenchmark,
   cli: cliBenchmark,
   web: webBenchmark,

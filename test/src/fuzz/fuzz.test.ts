@@ -36,6 +36,11 @@ describeEachBackend('fuzz: generated and hostile requests', (backend) => {
     expect(explain(violationsOf('error-body', 'request-id'))).toBe('');
   });
 
+  it(`OTLP ingest: ${RESPONSE_INVARIANTS['otlp-answer']}`, () => {
+    expect(report.checks['otlp-answer'] ?? 0).toBeGreaterThan(RUNS / 30);
+    expect(explain(violationsOf('otlp-answer'))).toBe('');
+  });
+
   it(`no request takes ${MAX_REQUEST_MS} ms or more`, () => {
     expect(explain(violationsOf('under-2s'))).toBe('');
   });

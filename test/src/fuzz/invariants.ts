@@ -1,4 +1,5 @@
 import { documentProblem } from '../harness/api-document.ts';
+import { ExportResponse, RpcStatus } from '../harness/otlp-wire.ts';
 import type { FuzzRequest } from './requests.ts';
 import type { Outcome } from './send.ts';
 
@@ -13,6 +14,8 @@ export const RESPONSE_INVARIANTS = {
   'under-2s': `every request is answered within ${MAX_REQUEST_MS} ms`,
   'request-id': 'every answer carries X-Request-Id',
   documented: 'every answer to an operation of the API document has a status it lists and a body its schema for that status accepts',
+  'otlp-answer':
+    'an OTLP route answers in the request\'s content type: 200 an ExportTraceServiceResponse (/explain: JSON {calls, rejected}), 400 after the body an OTLP Status; other errors the usual JSON error',
 } as const;
 export type InvariantName = keyof typeof RESPONSE_INVARIANTS;
 
@@ -48,6 +51,12 @@ export function checkOutcome(request: FuzzRequest, outcome: Outcome): Verdict {
     const problem = documentProblem(request.method, request.path, status, headers['content-type'] ?? '', body);
     check('documented', problem === undefined, () => problem!);
   }
+  const otlp = OTLP_ROUTE.exec(request.path.split('?')[0]!);
+  if (otlp && request.method === 'POST') {
+    const problem = otlpAnswerProblem({ explain: otlp[1] !== undefined, requestType: request.headers['content-type'] ?? '', status, contentType: headers['content-type'] ?? '', bytes: outcome.bytes });
+    check('otlp-answer', problem === undefined, () => `status ${status}: ${problem}; body ${JSON.stringify(text.slice(0, 300))}`);
+    if (problem === undefined && (status === 200 || isOtlpStatus(headers['content-type'], outcome.bytes))) return verdict;
+  }
   if (status >= 400 && request.method !== 'HEAD') {
     const problem = errorBodyProblem(headers['content-type'], text);
     check('error-body', problem === undefined, () => `status ${status}: ${problem}; body ${JSON.stringify(text.slice(0, 500))}`);
@@ -77,4 +86,60 @@ function errorBodyProblem(contentType: string | undefined, text: string): string
     if (typeof (error as { code?: unknown }).code !== 'string') return 'no string `code`';
   }
   return undefined;
+}
+
+const OTLP_ROUTE = /^\/otel\/v1\/traces(\/explain)?\/?$/i;
+
+function isOtlpStatus(contentType: string | undefined, bytes: Buffer): boolean {
+  if (/^application\/x-protobuf/i.test(contentType ?? '')) return true;
+  try {
+    const body = JSON.parse(bytes.toString('utf8')) as Record<string, unknown>;
+    return typeof body.code === 'number' && typeof body.message === 'string';
+  } catch {
+    return false;
+  }
+}
+
+/** Why an answer of an OTLP route is not what OTLP/HTTP (contract 5.9) says, or undefined. */
+function otlpAnswerProblem({ explain, requestType, status, contentType, bytes }: { explain: boolean; requestType: string; status: number; contentType: string; bytes: Buffer }): string | undefined {
+  const protobuf = /^application\/(x-)?protobuf\s*(;|$)/i.test(requestType);
+  if (status === 200) {
+    if (explain) {
+      const body = parse(bytes);
+      return body && Array.isArray(body.calls) && Array.isArray(body.rejected) ? undefined : 'an /explain answer is not JSON {calls, rejected}';
+    }
+    if (protobuf) {
+      if (contentType !== 'application/x-protobuf') return `a protobuf request answered as ${contentType}`;
+      try {
+        ExportResponse.decode(bytes);
+        return undefined;
+      } catch (error) {
+        return `the answer is not an ExportTraceServiceResponse: ${(error as Error).message}`;
+      }
+    }
+    const body = parse(bytes);
+    if (!contentType.startsWith('application/json') || !body) return 'a JSON request not answered with a JSON object';
+    const partial = body.partialSuccess as Record<string, unknown> | undefined;
+    if (partial !== undefined && (typeof partial.rejectedSpans !== 'string' || typeof partial.errorMessage !== 'string')) return 'partialSuccess is not {rejectedSpans, errorMessage}';
+    return undefined;
+  }
+  if (status === 400 && isOtlpStatus(contentType, bytes)) {
+    if (protobuf !== /^application\/x-protobuf/i.test(contentType)) return `a Status written as ${contentType} for a request of ${requestType}`;
+    try {
+      const decoded = protobuf ? (RpcStatus.toObject(RpcStatus.decode(bytes)) as Record<string, unknown>) : parse(bytes)!;
+      return decoded.code === 3 && typeof decoded.message === 'string' && decoded.message !== '' ? undefined : `not a Status of code 3 with a message: ${JSON.stringify(decoded)}`;
+    } catch (error) {
+      return `the Status does not decode: ${(error as Error).message}`;
+    }
+  }
+  return undefined; // the usual JSON error, checked as every error is
+}
+
+function parse(bytes: Buffer): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(bytes.toString('utf8'));
+    return value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { contentType, hostileSegment, MARK, mutation, oddHeaders, rawBody } from './hostile.ts';
+import { otlpRequestArbitrary } from './otlp-requests.ts';
 import { schemaArbitrary, type JsonSchema, type Overrides } from './schema-arbitrary.ts';
 
 export type CallerName = 'anonymous' | 'bad-key' | 'member' | 'viewer' | 'other-entity';
@@ -238,9 +239,18 @@ export function requestArbitrary(doc: OpenApi, world: World): fc.Arbitrary<FuzzR
     })
     .map((r) => ({ ...r, operation: 'random' }));
 
+  // OTLP/HTTP ingest, outside the API document (otlp-requests.ts).
+  type Target = { operation: string; method: string; path: string; body: Body; headers?: Record<string, string> };
+  const otlpRequest: fc.Arbitrary<Target> = otlpRequestArbitrary(world);
+
   return fc
     .record({
-      target: fc.oneof({ arbitrary: restRequest, weight: 7 }, { arbitrary: trpcRequest, weight: 2 }, { arbitrary: randomRequest, weight: 1 }),
+      target: fc.oneof(
+        { arbitrary: restRequest as fc.Arbitrary<Target>, weight: 7 },
+        { arbitrary: trpcRequest as fc.Arbitrary<Target>, weight: 2 },
+        { arbitrary: randomRequest as fc.Arbitrary<Target>, weight: 1 },
+        { arbitrary: otlpRequest, weight: 1 },
+      ),
       caller,
       chunked: fc.oneof({ arbitrary: fc.constant(false), weight: 5 }, { arbitrary: fc.constant(true), weight: 1 }),
       type: contentType,
@@ -251,6 +261,8 @@ export function requestArbitrary(doc: OpenApi, world: World): fc.Arbitrary<FuzzR
       const headers: Record<string, string> = { ...odd };
       if (auth !== undefined) headers.authorization = auth;
       if (type !== undefined && (target.body.bytes !== undefined || type !== 'application/json')) headers['content-type'] = type;
+      // An OTLP request names its own media type, encoding and project.
+      if (target.headers) Object.assign(headers, target.headers);
       const request: FuzzRequest = {
         caller,
         operation: target.operation,

@@ -1,7 +1,7 @@
 import { request, type IncomingHttpHeaders } from 'node:http';
 import type { FuzzRequest } from './requests.ts';
 
-export type Answer = { kind: 'answer'; status: number; headers: IncomingHttpHeaders; text: string; ms: number };
+export type Answer = { kind: 'answer'; status: number; headers: IncomingHttpHeaders; text: string; ms: number; bytes: Buffer };
 /** No answer: the connection failed, or nothing came within the client's patience. */
 export type NoAnswer = { kind: 'no answer'; error: string; ms: number; bodySent: boolean };
 export type Outcome = Answer | NoAnswer;
@@ -54,7 +54,10 @@ export function send(base: URL, r: FuzzRequest, body: Buffer | undefined, patien
         if (kept < KEEP_BYTES) chunks.push(chunk);
         kept += chunk.length;
       });
-      res.on('end', () => finish({ kind: 'answer', status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8'), ms: elapsed() }));
+      res.on('end', () => {
+        const bytes = Buffer.concat(chunks);
+        finish({ kind: 'answer', status: res.statusCode ?? 0, headers: res.headers, text: bytes.toString('utf8'), ms: elapsed(), bytes });
+      });
       res.on('error', (error) => finish({ kind: 'no answer', error: `response: ${error.message}`, ms: elapsed(), bodySent }));
     });
     req.on('error', (error: NodeJS.ErrnoException) => finish({ kind: 'no answer', error: error.code ?? error.message, ms: elapsed(), bodySent }));

@@ -108,6 +108,20 @@ describeEachBackend('README examples run as written', (backend) => {
       (l) => expect(json(l)).toEqual({ deleted_count: 1 }),
       (l) => expect(l).toMatch(/^ME=/),
       (l) => expect(json(l)).toEqual({ users: [{ user_id: captured('ME'), username: expect.stringMatching(/^alice-/) }] }),
+      // OpenTelemetry: the SDK's trace, its root, and its LLM call found by model.
+      (l) => expect(l).toMatch(/^TRACE=[0-9a-f]{32}$/),
+      (l) => expect(json(l).calls).toEqual([expect.objectContaining({ trace_id: captured('TRACE'), op_name: 'invoke_agent weather', parent_id: null })]),
+      (l) =>
+        expect(json(l).calls).toEqual([
+          expect.objectContaining({
+            trace_id: captured('TRACE'),
+            op_name: 'chat gpt-4o',
+            parent_id: expect.stringMatching(/^[0-9a-f]{16}$/),
+            inputs: { messages: [{ role: 'system', content: [{ type: 'text', content: 'You answer questions about the weather.' }] }, { role: 'user', content: [{ type: 'text', content: 'Weather in Paris?' }] }] },
+            output: { messages: [{ role: 'assistant', content: [{ type: 'text', content: 'Sunny, 21 °C.' }], finish_reason: 'stop' }] },
+            attributes: expect.objectContaining({ gen_ai: expect.objectContaining({ usage: { input_tokens: 42, output_tokens: 7 } }), resource: expect.objectContaining({ service: { name: 'weather-agent' } }) }),
+          }),
+        ]),
       // The CLI's round trip.
       (l) => expect(l).toBe(`CQ=${CQ}`),
       (l) => expect(l).toBe('2 added; 0 already in the queue; 0 not stored calls'),
@@ -129,6 +143,9 @@ describeEachBackend('README examples run as written', (backend) => {
     expect(queues.body.queues).toEqual([]);
     const call = await rest(server, 'GET', '/calls/call-1?project_id=acme/bot', { key: reader.api_key });
     expect(call.status).toBe(200);
+    // The example's trace: its three spans, each a call of the trace.
+    const traced = await rest(server, 'POST', '/calls/query', { key: reader.api_key, body: { project_id: 'acme/traces', filter: { trace_ids: [captured('TRACE')] } } });
+    expect(traced.body.calls.map((c: { op_name: string }) => c.op_name).sort()).toEqual(['chat gpt-4o', 'execute_tool get_weather', 'invoke_agent weather']);
     // The CLI's round trip: both calls in its queue, the label on the first.
     const stats = await rest(server, 'POST', '/annotation_queues/stats', { key: reader.api_key, body: { project_id: 'acme/cli', queue_ids: [CQ] } });
     expect(stats.body.stats[0]).toMatchObject({ total_items: 2 });
