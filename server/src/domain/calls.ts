@@ -7,7 +7,6 @@ import {
   perDialect,
   sqlDate,
   sqlRows,
-  sqlTransaction,
   storedBytes,
   type SqlScope,
 } from '../db/sql.ts';
@@ -20,6 +19,8 @@ import { contentHash, firstPositions, insertThenCompare, type StoredBatch } from
 import { decodeCursor, encodeCursor, keyset, keysetOrder, queryFingerprint, type KeysetKey } from './cursor.ts';
 import { cursorPage, type CursorPage, type Page, type PageLimits } from './paging.ts';
 import { newId } from './ids.ts';
+import { publishingTransaction, type QueueEventPublisher } from './queue-events.ts';
+import { addCallRuleItems } from './rule-items.ts';
 
 const IN_CHUNK = 500;
 
@@ -108,7 +109,10 @@ type Keyed = { key: string; hash: string; id: string; call: CallCreateReq };
  * written, and bound as text (PostgreSQL casts it to jsonb). The ORM's insert wrote every value into
  * the statement's text, escaped, which took dozens of times a large call's size in heap.
  */
-export async function createCalls(db: SqlScope, userId: string, batch: readonly CallCreateReq[]): Promise<StoredBatch<{ id: string }>> {
+export async function createCalls(
+  db: SqlScope,
+  { userId, batch, events }: { userId: string; batch: readonly CallCreateReq[]; events: QueueEventPublisher },
+): Promise<StoredBatch<{ id: string }>> {
   batch.forEach((call, index) => {
     if (call.ended_at && Date.parse(call.ended_at) < Date.parse(call.started_at)) {
       throw invalid(`batch[${index}].ended_at (${call.ended_at}) is before its started_at (${call.started_at}).`);
@@ -124,10 +128,10 @@ export async function createCalls(db: SqlScope, userId: string, batch: readonly 
   const unique = keyed.filter((_, index) => positions[index] === index);
   const now = new Date();
 
-  const retried = await sqlTransaction(db, async (tx) => {
+  const retried = await publishingTransaction(db, events, async (tx, record) => {
     for (const projectId of new Set(unique.map(({ call }) => call.project_id))) await ensureProject(tx, projectId);
     const createdAt = sqlDate(tx, now);
-    return insertThenCompare(unique, IN_CHUNK, {
+    const retried = await insertThenCompare(unique, IN_CHUNK, {
       async insert(chunk) {
         const rows = chunk.map(({ id, hash, call }) => {
           const startedAt = sqlDate(tx, new Date(call.started_at));
@@ -156,6 +160,10 @@ export async function createCalls(db: SqlScope, userId: string, batch: readonly 
       conflict: (element) =>
         conflict(`batch[${keyed.findIndex((k) => k.key === element.key)}]: call id "${element.id}" already exists in ${element.call.project_id} with different content.`),
     });
+    // Queue rules (5.10) add the new calls they match in this transaction: when the batch answers 200, the items exist.
+    const stored = unique.filter(({ key }) => !retried.has(key)).map(({ id, call }) => ({ projectId: call.project_id, id }));
+    await addCallRuleItems(tx, { calls: stored, now, record });
+    return retried;
   });
   return { results: keyed.map(({ id }) => ({ id })), newRecords: unique.length - retried.size };
 }
