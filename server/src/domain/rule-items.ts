@@ -76,6 +76,35 @@ export function matchFlags(filters: readonly Statement[][]): Statement {
   return sql.join(flags, ' || ');
 }
 
+/**
+ * Most bound values of the filters of one statement: a filter may hold a few thousand (lists of
+ * 1,000 ids or names), and a statement takes at most 32,766 on SQLite, 65,535 on PostgreSQL.
+ */
+const MAX_FILTER_PARAMS = 10_000;
+
+/**
+ * For each filter, the rows that meet it. `read` runs a statement whose `flags` column is
+ * matchFlags of the filters it is given: the filters go in groups whose values fit in one
+ * statement, one read per group.
+ */
+async function rowsMeeting<R extends { id: string; flags: string }>(
+  filters: readonly Statement[][],
+  read: (flags: Statement) => Promise<R[]>,
+): Promise<R[][]> {
+  const met = filters.map((): R[] => []);
+  let start = 0;
+  while (start < filters.length) {
+    let end = start;
+    let params = 0;
+    do params += filters[end]!.reduce((sum, condition) => sum + condition.params.length, 0);
+    while (++end < filters.length && params + filters[end]!.reduce((sum, condition) => sum + condition.params.length, 0) <= MAX_FILTER_PARAMS);
+    const group = filters.slice(start, end);
+    for (const row of await read(matchFlags(group))) group.forEach((_, index) => row.flags[index] === '1' && met[start + index]!.push(row));
+    start = end;
+  }
+  return met;
+}
+
 /** What one rule met in one write: how many records it looked at, and the distinct calls that matched. */
 export type RuleMatches = { rule: ActiveRule; considered: number; matched: CallFields[] };
 
@@ -95,9 +124,9 @@ export async function addCallRuleItems(tx: SqlScope, { calls, now, record }: Rul
     const filters = projectRules.map((rule) => callFilterConditions(tx, rule.filter));
     for (let i = 0; i < projectCalls.length; i += CHUNK) {
       const ids = projectCalls.slice(i, i + CHUNK).map((call) => call.id);
-      const rows = await sqlRows<CallFields & { flags: string }>(tx,
-        sql`select ${CALL_FIELDS}, ${matchFlags(filters)} as flags from calls where project_id = ${projectId} and id in (${sql.list(ids)})`);
-      for (const row of rows) projectRules.forEach((_, index) => row.flags[index] === '1' && matched[index]!.push(row));
+      const met = await rowsMeeting(filters, (flags) =>
+        sqlRows<CallFields & { flags: string }>(tx, sql`select ${CALL_FIELDS}, ${flags} as flags from calls where project_id = ${projectId} and id in (${sql.list(ids)})`));
+      met.forEach((rows, index) => matched[index]!.push(...rows));
     }
     projectRules.forEach((rule, index) => results.push({ rule, considered: projectCalls.length, matched: matched[index]! }));
   }
@@ -139,12 +168,15 @@ export async function addFeedbackRuleItems(
     const recordFilters = projectRules.map((rule) => feedbackConditions(tx, rule.filter));
     for (let i = 0; i < records.length; i += CHUNK) {
       const ids = records.slice(i, i + CHUNK).map((element) => element.id);
-      const rows = await sqlRows<{ call_ref: string | null; svc_ref: string; flags: string }>(tx,
-        sql`select call_ref, svc_ref, ${matchFlags(recordFilters)} as flags from feedback where project_id = ${projectId} and id in (${sql.list(ids)})`);
-      for (const row of rows) {
-        const callId = namedCall(row.call_ref, row.svc_ref);
-        if (callId !== null) projectRules.forEach((_, index) => row.flags[index] === '1' && named[index]!.add(callId));
-      }
+      const met = await rowsMeeting(recordFilters, (flags) =>
+        sqlRows<{ id: string; call_ref: string | null; svc_ref: string; flags: string }>(tx,
+          sql`select id, call_ref, svc_ref, ${flags} as flags from feedback where project_id = ${projectId} and id in (${sql.list(ids)})`));
+      met.forEach((rows, index) => {
+        for (const row of rows) {
+          const callId = namedCall(row.call_ref, row.svc_ref);
+          if (callId !== null) named[index]!.add(callId);
+        }
+      });
     }
     const matched = await callsMatching(tx, { projectId, named, filters: projectRules.map((rule) => rule.filter.call ?? {}) });
     projectRules.forEach((rule, index) => results.push({ rule, considered: records.length, matched: matched[index]! }));
@@ -161,9 +193,10 @@ async function callsMatching(
   const all = [...new Set(named.flatMap((ids) => [...ids]))];
   const conditions = filters.map((filter) => callFilterConditions(tx, filter));
   for (let i = 0; i < all.length; i += CHUNK) {
-    const rows = await sqlRows<CallFields & { flags: string }>(tx,
-      sql`select ${CALL_FIELDS}, ${matchFlags(conditions)} as flags from calls where project_id = ${projectId} and id in (${sql.list(all.slice(i, i + CHUNK))})`);
-    for (const row of rows) filters.forEach((_, index) => row.flags[index] === '1' && named[index]!.has(row.id) && matched[index]!.push(row));
+    const ids = all.slice(i, i + CHUNK);
+    const met = await rowsMeeting(conditions, (flags) =>
+      sqlRows<CallFields & { flags: string }>(tx, sql`select ${CALL_FIELDS}, ${flags} as flags from calls where project_id = ${projectId} and id in (${sql.list(ids)})`));
+    met.forEach((rows, index) => matched[index]!.push(...rows.filter((row) => named[index]!.has(row.id))));
   }
   return matched;
 }

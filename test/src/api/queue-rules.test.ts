@@ -376,6 +376,22 @@ describeEachBackend('queue rules', (backend) => {
     expect((await readRule(server, member.api_key, projectId, queueId, rule.id)).stats).toMatchObject({ considered: 9, matched: 4, added: 4 });
   });
 
+  it('evaluates rules whose lists together hold more values than one statement takes', async () => {
+    const projectId = `acme/${uniqueId('lists')}`;
+    const names = (tag: string) => [...Array.from({ length: 999 }, (_, i) => `${tag}-${i}`), 'chat'];
+    const queues: string[] = [];
+    for (let r = 0; r < PER_QUEUE; r++) {
+      const queueId = await createQueue(server, member.api_key, projectId);
+      queues.push(queueId);
+      // 3,000 values a rule: 12,000 for the four, more than one statement's share.
+      await createRule(server, member.api_key, projectId, queueId, {
+        filter: { op_names: names('op'), trace_ids: names('trace'), call_ids: [...Array.from({ length: 999 }, (_, i) => `x${r}-${i}`), `L${r}`] },
+      });
+    }
+    await createCalls(server, member.api_key, projectId, Array.from({ length: PER_QUEUE }, (_, r) => ({ id: `L${r}`, op_name: 'chat', trace_id: 'chat' })));
+    for (const [r, queueId] of queues.entries()) expect(await callIdsOf(projectId, queueId)).toEqual([`L${r}`]);
+  });
+
   it('stops at max_items_per_day, counting what it skips', async () => {
     const projectId = `acme/${uniqueId('cap')}`;
     const queueId = await createQueue(server, member.api_key, projectId);
