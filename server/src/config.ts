@@ -99,6 +99,13 @@ const Env = z.object({
   LOUPE_EVENT_STREAMS_PER_PROCESS: int(1, 1_000_000).default(2_000),
   LOUPE_EVENT_STREAM_MAX_LIFE_MS: int(1_000, 86_400_000).default(300_000),
   LOUPE_EVENT_STREAM_RECHECK_MS: int(100, 3_600_000).default(5_000),
+  LOUPE_MAX_RULES_PER_QUEUE: int(1, 10_000).default(20),
+  LOUPE_MAX_RULES_PER_PROJECT: int(1, 100_000).default(100),
+  LOUPE_RULE_PREVIEW_SCAN_LIMIT: int(1, 100_000_000).default(100_000),
+  LOUPE_RULE_BACKFILL_CHUNK: int(1, 100_000).default(1_000),
+  LOUPE_RULE_BACKFILL_PAUSE_MS: int(0, 600_000).default(10),
+  LOUPE_RULE_BACKFILL_POLL_MS: int(10, 3_600_000).default(2_000),
+  LOUPE_RULE_BACKFILL_LEASE_MS: int(100, 3_600_000).default(30_000),
   LOUPE_CATALOG_WATCH: bool.default(true),
   LOUPE_TRUST_PROXY: TrustProxy.default(false),
   LOUPE_SECRET: Secret.optional(),
@@ -146,6 +153,18 @@ export type Config = {
   connections: { headersTimeoutMs: number; max: number; perAddress: number };
   /** Open live-event streams (annotationQueues.events) one API key, and one process in all, may hold. */
   eventStreams: { perKey: number; perProcess: number; maxLifeMs: number; recheckMs: number };
+  /** Queue rules (contract 5.10): how many, how far a preview scans, how backfills are worked. */
+  rules: {
+    perQueue: number;
+    perProject: number;
+    previewScanLimit: number;
+    /** Stored calls one backfill transaction considers, and the pause between two of them. */
+    backfillChunk: number;
+    backfillPauseMs: number;
+    /** How often a server process looks for a backfill to work, and how long its claim on one lasts unrenewed. */
+    backfillPollMs: number;
+    backfillLeaseMs: number;
+  };
   watchCatalog: boolean;
   /** Express's `trust proxy`: false, a hop count, or addresses/CIDRs. */
   trustProxy: false | number | string[];
@@ -202,6 +221,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       perProcess: e.LOUPE_EVENT_STREAMS_PER_PROCESS,
       maxLifeMs: e.LOUPE_EVENT_STREAM_MAX_LIFE_MS,
       recheckMs: e.LOUPE_EVENT_STREAM_RECHECK_MS,
+    },
+    rules: {
+      perQueue: e.LOUPE_MAX_RULES_PER_QUEUE,
+      perProject: e.LOUPE_MAX_RULES_PER_PROJECT,
+      previewScanLimit: e.LOUPE_RULE_PREVIEW_SCAN_LIMIT,
+      backfillChunk: e.LOUPE_RULE_BACKFILL_CHUNK,
+      backfillPauseMs: e.LOUPE_RULE_BACKFILL_PAUSE_MS,
+      backfillPollMs: e.LOUPE_RULE_BACKFILL_POLL_MS,
+      backfillLeaseMs: e.LOUPE_RULE_BACKFILL_LEASE_MS,
     },
     watchCatalog: e.LOUPE_CATALOG_WATCH,
     trustProxy: e.LOUPE_TRUST_PROXY,

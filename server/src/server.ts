@@ -18,6 +18,7 @@ import { createQueueEvents } from './events/create-queue-events.ts';
 import { checkStreamAccessPeriodically } from './events/stream-access-check.ts';
 import { StreamSlots } from './events/stream-slots.ts';
 import { heapBudgetOf } from './domain/heap-budget.ts';
+import { RuleBackfillWorker } from './domain/rule-backfill.ts';
 
 export type RunningServer = {
   url: string;
@@ -48,20 +49,25 @@ async function serve(config: Config, log: Logger, catalog: ModelCatalog, unlock 
     await orm.close(true);
     throw error;
   }
+  const queueEvents = createQueueEvents(config, log);
+  const { backfillChunk: chunk, backfillPauseMs: pauseMs, backfillPollMs: pollMs, backfillLeaseMs: leaseMs } = config.rules;
+  const ruleBackfills = new RuleBackfillWorker({ db: orm.em, events: queueEvents, log, settings: { chunk, pauseMs, pollMs, leaseMs } });
   const services: Services = {
     config,
     orm,
     log,
     catalog,
     authFailures: createAuthBrake(orm, dialectOf(config.databaseUrl), { limit: config.limits.authFailuresPerMinute }, log),
-    queueEvents: createQueueEvents(config, log),
+    queueEvents,
     eventStreams: new StreamSlots(config.eventStreams),
     cursorSeal,
     heapBudget: heapBudgetOf(config.limits.bodyBudget, config.limits.bodyShare),
+    ruleBackfills,
   };
   // Listening before the first request: a subscription opened right after start-up misses nothing.
   await waitAtMost(services.queueEvents.ready(), config.dbTimeouts.connectMs);
   if (config.watchCatalog) catalog.watch();
+  ruleBackfills.start();
   const stopStreamAccessCheck = checkStreamAccessPeriodically(orm.em, services.eventStreams, config.eventStreams.recheckMs, log);
   const { listener, drained } = createApp(services);
   const { connections, limits } = config;
@@ -113,6 +119,7 @@ async function serve(config: Config, log: Logger, catalog: ModelCatalog, unlock 
       // the server's own close callback.
       await drained();
       clearTimeout(timer);
+      await ruleBackfills.stop();
       catalog.close();
       await services.queueEvents.close();
       await orm.close(true);

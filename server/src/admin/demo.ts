@@ -135,7 +135,7 @@ export async function loadDemo(em: Em) {
     attributes: call.attributes,
     ...(call.exception ? { exception: call.exception } : {}),
   }));
-  await createCalls(em, demo.id, [...chats, ...agent]);
+  await createCalls(em, { userId: demo.id, batch: [...chats, ...agent], events: notifyOnlyPublisher });
 
   type Field = 'helpfulness' | 'correct' | 'tone';
   const rubric: { name: Field; description: string; field_schema: Record<string, Json> }[] = [
@@ -180,7 +180,7 @@ export async function loadDemo(em: Em) {
       if (n === 4 && a === 1) batch.push({ ...about, id: feedbackId(a, n, 4), feedback_type: 'svc.note.1', payload: { note: 'The fraud check is not the only cause of a decline; the answer guesses.' } });
       if (n === 6) batch.push({ ...about, id: feedbackId(a, n, 5), feedback_type: 'svc.reaction.1', payload: { emoji: '👍' } });
     }
-    await createFeedbackBatch(em, { userId: person.id, batch, maxPayloadBytes: 1024 * 1024 });
+    await createFeedbackBatch(em, { userId: person.id, batch, maxPayloadBytes: 1024 * 1024, events: notifyOnlyPublisher });
     for (let n = 0; n < done[a]!; n++) {
       const req = { project_id: PROJECT, queue_id: review, item_id: items.get(`demo-chat-${n + 1}`)!, annotation_state: 'completed' as const };
       await updateProgress(em, { userId: person.id, req, events: notifyOnlyPublisher });

@@ -22,4 +22,6 @@ export type Services = {
   cursorSeal: CursorSeal;
   /** The heap that request bodies being read and answers being made share (LOUPE_BODY_BUDGET_BYTES). */
   heapBudget: HeapBudget;
+  /** This process's worker of queue rules' backfills: woken when a rule is created or changed here. */
+  ruleBackfills: { wake(): void };
 };

@@ -158,6 +158,8 @@ export const AnnotationQueueItemRecord = defineEntity({
     stateAnnotatorUserId: p.text().nullable(),
     stateUpdatedAt: p.datetime().nullable(),
     addedBy: p.text(),
+    /** The queue rule that added the item (contract 5.10); null for items added by hand. */
+    ruleId: p.text().nullable(),
     createdAt: p.datetime(),
     createdBy: p.text(),
     updatedAt: p.datetime(),
@@ -165,6 +167,8 @@ export const AnnotationQueueItemRecord = defineEntity({
   },
   uniques: [{ name: 'annotation_queue_items_call_uq', properties: ['queueId', 'callId'], where: LIVE }],
   indexes: [
+    // Every item of a call ever in the queue, deleted ones too: a rule never adds a call again.
+    { name: 'annotation_queue_items_queue_call_idx', properties: ['queueId', 'callId'] },
     { name: 'annotation_queue_items_created_at_idx', properties: ['queueId', 'createdAt', 'id'], where: LIVE },
     { name: 'annotation_queue_items_updated_at_idx', properties: ['queueId', 'updatedAt', 'id'], where: LIVE },
     { name: 'annotation_queue_items_call_started_at_idx', properties: ['queueId', 'callStartedAt', 'id'], where: LIVE },
@@ -217,6 +221,75 @@ export const FeedbackRecord = defineEntity({
   ],
 });
 
+/**
+ * A queue rule (contract 5.10): the calls that match `filter` are added to the queue as they are
+ * stored (trigger "call") or named by new feedback (trigger "feedback"), and, from
+ * `backfill_since`, the calls already stored, by the backfill worker in chunks. The backfill's
+ * place (the last call considered, by started_at and id), its counts and its lease are written in
+ * the transaction of the items of each chunk.
+ */
+export const QueueRuleRecord = defineEntity({
+  name: 'QueueRuleRecord',
+  tableName: 'queue_rules',
+  properties: {
+    id: p.text().primary(),
+    projectId: p.text(),
+    queueId: p.text(),
+    name: p.text(),
+    trigger: p.text(),
+    filter: p.json<Record<string, unknown>>(),
+    sampleRate: p.double(),
+    maxItemsPerDay: p.type('integer').nullable(),
+    enabled: p.boolean().columnType('boolean'),
+    createdBy: p.text(),
+    createdAt: p.datetime(),
+    updatedAt: p.datetime(),
+    deletedAt: p.datetime().nullable(),
+    backfillSince: p.datetime().nullable(),
+    /** running | done | failed; null without a backfill. */
+    backfillState: p.text().nullable(),
+    backfillConsidered: p.type('integer'),
+    backfillAdded: p.type('integer'),
+    backfillReason: p.text().nullable(),
+    /** Calls stored up to this time are the backfill's (later ones met the rule as they came). */
+    backfillUntil: p.datetime().nullable(),
+    /** The last call considered: the backfill goes on after it, in (started_at, id) order. */
+    backfillAfterStartedAt: p.datetime().nullable(),
+    backfillAfterId: p.text().nullable(),
+    /** The server process working the backfill, until its lease expires (another may then take it over). */
+    backfillLeaseOwner: p.text().nullable(),
+    backfillLeaseExpiresAt: p.datetime().nullable(),
+    /** Chunks that failed in a row; the backfill fails after a few. */
+    backfillFailures: p.type('integer'),
+  },
+  indexes: [
+    { name: 'queue_rules_queue_idx', properties: ['queueId', 'createdAt'], where: LIVE },
+    { name: 'queue_rules_project_idx', properties: ['projectId', 'trigger'], where: LIVE },
+    { name: 'queue_rules_backfill_idx', properties: ['backfillState', 'backfillLeaseExpiresAt'], where: LIVE },
+  ],
+});
+
+/**
+ * A rule's counts of one UTC day: its stats are their sums, and `added` is what max_items_per_day
+ * is held against. Written in the transaction that adds the items (its row lock on PostgreSQL is
+ * what keeps two concurrent writes under the cap).
+ */
+export const QueueRuleDayRecord = defineEntity({
+  name: 'QueueRuleDayRecord',
+  tableName: 'queue_rule_days',
+  properties: {
+    ruleId: p.text().primary(),
+    /** YYYY-MM-DD, UTC. */
+    day: p.text().primary(),
+    considered: p.type('integer'),
+    matched: p.type('integer'),
+    sampledOut: p.type('integer'),
+    capped: p.type('integer'),
+    added: p.type('integer'),
+    lastAddedAt: p.datetime().nullable(),
+  },
+});
+
 /** The failed-authentication brake's counts, shared by every process (PostgreSQL only: SQLite counts in memory). */
 export const AuthFailureRecord = defineEntity({
   name: 'AuthFailureRecord',
@@ -233,7 +306,7 @@ export const AuthFailureRecord = defineEntity({
 export function entitiesOf(dialect: 'sqlite' | 'postgresql') {
   const shared = [
     User, ApiKey, EntityRecord, Membership, Project, Call, AnnotationSpecRecord, AnnotationQueueRecord, AnnotationQueueItemRecord,
-    AnnotationItemProgressRecord, FeedbackRecord, ServerSecret,
+    AnnotationItemProgressRecord, FeedbackRecord, ServerSecret, QueueRuleRecord, QueueRuleDayRecord,
   ];
   return dialect === 'postgresql' ? [...shared, AuthFailureRecord] : shared;
 }

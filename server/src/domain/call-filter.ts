@@ -23,8 +23,17 @@ export function callFilterConditions(db: SqlScope, filter: CallFilter): Statemen
   if (filter.started_before !== undefined) where.push(sql`started_at < ${sqlDate(db, new Date(filter.started_before))}`);
   if (filter.has_exception !== undefined) where.push(filter.has_exception ? sql`exception is not null` : sql`exception is null`);
   if (filter.text !== undefined) where.push(postgres ? postgresText(filter.text) : sqliteText(filter.text));
-  for (const condition of filter.attributes ?? []) where.push(postgres ? postgresAttribute(condition) : sqliteAttribute(condition));
+  where.push(...jsonConditions(db, 'attributes', filter.attributes));
   return where;
+}
+
+/**
+ * Attribute conditions on a JSON column of the code's own: a call's `attributes`, or a feedback
+ * record's `payload` (queue rules, 5.10), one semantics for both.
+ */
+export function jsonConditions(db: SqlScope, column: string, conditions: readonly AttributeCondition[] | undefined): Statement[] {
+  const postgres = onPostgres(db);
+  return (conditions ?? []).map((condition) => (postgres ? postgresAttribute(column, condition) : sqliteAttribute(column, condition)));
 }
 
 /**
@@ -56,8 +65,8 @@ function pathSegments(path: string): string[] {
   return path.split('.');
 }
 
-function postgresAttribute({ path, op, value }: AttributeCondition): Statement {
-  const at = sql`(attributes #> ${pathSegments(path)}::text[])`;
+function postgresAttribute(column: string, { path, op, value }: AttributeCondition): Statement {
+  const at = sql`(${sql.raw(column)} #> ${pathSegments(path)}::text[])`;
   const json = JSON.stringify(value ?? null);
   switch (op) {
     case 'eq':
@@ -86,10 +95,10 @@ function sqlitePath(path: string): string {
   return `$${pathSegments(path).map((segment) => `."${segment}"`).join('')}`;
 }
 
-function sqliteAttribute({ path, op, value }: AttributeCondition): Statement {
+function sqliteAttribute(column: string, { path, op, value }: AttributeCondition): Statement {
   const jsonPath = sqlitePath(path);
-  const type = sql`json_type(attributes, ${jsonPath})`;
-  const at = sql`json_extract(attributes, ${jsonPath})`;
+  const type = sql`json_type(${sql.raw(column)}, ${jsonPath})`;
+  const at = sql`json_extract(${sql.raw(column)}, ${jsonPath})`;
   switch (op) {
     case 'eq':
       return sqliteEquals(type, at, value!);

@@ -7,7 +7,6 @@ import {
   perDialect,
   sqlDate,
   sqlRows,
-  sqlTransaction,
   storedBytes,
   type SqlScope,
 } from '../db/sql.ts';
@@ -20,6 +19,8 @@ import { contentHash, firstPositions, insertThenCompare, type StoredBatch } from
 import { decodeCursor, encodeCursor, keyset, keysetOrder, queryFingerprint, type KeysetKey } from './cursor.ts';
 import { cursorPage, type CursorPage, type Page, type PageLimits } from './paging.ts';
 import { newId } from './ids.ts';
+import { publishingTransaction, type QueueEventPublisher } from './queue-events.ts';
+import { addCallRuleItems } from './rule-items.ts';
 
 const IN_CHUNK = 500;
 
@@ -104,13 +105,18 @@ type Keyed = { key: string; hash: string; id: string; call: CallCreateReq; index
  * Stores a batch of calls, all or nothing. An id that exists with the same content is a retry and
  * stores nothing new; with other content it is a 409 for the whole batch.
  */
-export async function createCalls(db: SqlScope, userId: string, batch: readonly CallCreateReq[]): Promise<StoredBatch<{ id: string }>> {
-  return writeCalls(db, { userId, batch, conflicts: 'fail' });
+export async function createCalls(
+  db: SqlScope,
+  { userId, batch, events }: Pick<CallWrite, 'userId' | 'batch' | 'events'>,
+): Promise<StoredBatch<{ id: string }>> {
+  return writeCalls(db, { userId, batch, events, conflicts: 'fail' });
 }
 
 export type CallWrite = {
   userId: string;
   batch: readonly CallCreateReq[];
+  /** Where the items that queue rules add (5.10) are announced once the transaction commits. */
+  events: QueueEventPublisher;
   /**
    * 'fail': a call whose id repeats an earlier one of the batch, or a stored one, with other content
    * fails the whole batch (400, 409). 'report': that call is left out and named in `refused`, and
@@ -132,7 +138,7 @@ export type RefusedCall = { index: number; reason: string };
  */
 export async function writeCalls(
   db: SqlScope,
-  { userId, batch, conflicts }: CallWrite,
+  { userId, batch, conflicts, events }: CallWrite,
 ): Promise<StoredBatch<{ id: string }> & { refused: RefusedCall[] }> {
   batch.forEach((call, index) => {
     if (call.ended_at && Date.parse(call.ended_at) < Date.parse(call.started_at)) {
@@ -165,10 +171,10 @@ export async function writeCalls(
   const now = new Date();
   let conflicting = 0;
 
-  const retried = await sqlTransaction(db, async (tx) => {
+  const retried = await publishingTransaction(db, events, async (tx, record) => {
     for (const projectId of new Set(unique.map(({ call }) => call.project_id))) await ensureProject(tx, projectId);
     const createdAt = sqlDate(tx, now);
-    return insertThenCompare(unique, IN_CHUNK, {
+    const retried = await insertThenCompare(unique, IN_CHUNK, {
       async insert(chunk) {
         const rows = chunk.map(({ id, hash, call }) => {
           const startedAt = sqlDate(tx, new Date(call.started_at));
@@ -203,6 +209,10 @@ export async function writeCalls(
         return undefined;
       },
     });
+    // Queue rules (5.10) add the new calls they match in this transaction: when the batch answers 200, the items exist.
+    const stored = unique.filter(({ key }) => !retried.has(key)).map(({ id, call }) => ({ projectId: call.project_id, id }));
+    await addCallRuleItems(tx, { calls: stored, now, record });
+    return retried;
   });
   refused.sort((a, b) => a.index - b.index);
   const refusedIndexes = new Set(refused.map(({ index }) => index));

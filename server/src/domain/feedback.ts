@@ -28,6 +28,8 @@ import { decodeCursor, encodeCursor, keyset, keysetOrder, queryFingerprint, type
 import { cursorPage, type CursorPage, type Page } from './paging.ts';
 import { budgetedPage, jsonDensity } from './answer-budget.ts';
 import { newId } from './ids.ts';
+import { publishingTransaction, type QueueBusEvent, type QueueEventPublisher } from './queue-events.ts';
+import { addFeedbackRuleItems } from './rule-items.ts';
 
 const CHUNK = 1000;
 const COLUMNS = [
@@ -224,7 +226,11 @@ type StoredResult = { id: string; project_id: string; request_hash: string; crea
  * the entity manager's fork and unit of work), idempotent by id (see insertThenCompare): a retry
  * answers the stored result, different content is a 409 that rolls the whole batch back.
  */
-async function store(tx: SqlScope, prepared: readonly Prepared[], { userId, now, where }: { userId: string; now: Date; where: Where }): Promise<StoredBatch<FeedbackCreateRes>> {
+async function store(
+  tx: SqlScope,
+  prepared: readonly Prepared[],
+  { userId, now, where, record }: { userId: string; now: Date; where: Where; record: (event: QueueBusEvent) => void },
+): Promise<StoredBatch<FeedbackCreateRes>> {
   const positions = firstPositions(prepared, (index, first) =>
     invalid(`${where(index)}id "${prepared[index]!.id}" repeats batch[${first}] with different content.`),
   );
@@ -264,6 +270,8 @@ async function store(tx: SqlScope, prepared: readonly Prepared[], { userId, now,
     },
     conflict: (p) => conflict(`${where(prepared.indexOf(p))}id "${p.id}" already exists in ${p.projectId} with different content.`),
   });
+  // Queue rules with trigger "feedback" (5.10) add the calls the new records name, in this transaction.
+  await addFeedbackRuleItems(tx, { feedback: unique.filter((p) => !retries.has(p.key)).map((p) => ({ projectId: p.projectId, id: p.id })), now, record });
   const createdAt = now.toISOString();
   const results = prepared.map((p): FeedbackCreateRes => {
     const row = retries.get(p.key);
@@ -278,40 +286,40 @@ async function store(tx: SqlScope, prepared: readonly Prepared[], { userId, now,
   return { results, newRecords: unique.length - retries.size };
 }
 
-/** Who writes which records, and how large one payload may be. */
-type FeedbackWrite<T> = { userId: string; maxPayloadBytes: number } & T;
+/** Who writes which records, how large one payload may be, and where the queue events of rules' items go. */
+type FeedbackWrite<T> = { userId: string; maxPayloadBytes: number; events: QueueEventPublisher } & T;
 
 /** `POST /feedback/batch/create`: all or nothing, idempotent by id (contract 4.2). */
 export async function createFeedbackBatch(
   em: Em,
-  { userId, batch, maxPayloadBytes }: FeedbackWrite<{ batch: readonly FeedbackCreateReq[] }>,
+  { userId, batch, maxPayloadBytes, events }: FeedbackWrite<{ batch: readonly FeedbackCreateReq[] }>,
 ): Promise<StoredBatch<FeedbackCreateRes>> {
   if (!batch.length) return { results: [], newRecords: 0 };
   const now = new Date();
   const prepared = await prepare(em, batch, { maxPayloadBytes, where: inBatch });
-  return sqlTransaction(em, (tx) => store(tx, prepared, { userId, now, where: inBatch }));
+  return publishingTransaction(em, events, (tx, record) => store(tx, prepared, { userId, now, where: inBatch, record }));
 }
 
 /** `POST /feedback/create`: one record, with the batch's rules. */
 export async function createFeedback(
   em: Em,
-  { userId, element, maxPayloadBytes }: FeedbackWrite<{ element: FeedbackCreateReq }>,
+  { userId, element, maxPayloadBytes, events }: FeedbackWrite<{ element: FeedbackCreateReq }>,
 ): Promise<FeedbackCreateRes> {
   const prepared = await prepare(em, [element], { maxPayloadBytes, where: single });
-  const [result] = (await sqlTransaction(em, (tx) => store(tx, prepared, { userId, now: new Date(), where: single }))).results;
+  const [result] = (await publishingTransaction(em, events, (tx, record) => store(tx, prepared, { userId, now: new Date(), where: single, record }))).results;
   return result!;
 }
 
 /** `POST /feedback/replace`: removes one record and creates its replacement in one transaction. */
 export async function replaceFeedback(
   em: Em,
-  { userId, element, feedbackId, maxPayloadBytes }: FeedbackWrite<{ element: FeedbackCreateReq; feedbackId: string }>,
+  { userId, element, feedbackId, maxPayloadBytes, events }: FeedbackWrite<{ element: FeedbackCreateReq; feedbackId: string }>,
 ): Promise<FeedbackCreateRes> {
   const prepared = await prepare(em, [element], { maxPayloadBytes, where: single });
-  return sqlTransaction(em, async (tx) => {
+  return publishingTransaction(em, events, async (tx, record) => {
     const removed = await sqlRun(tx, sql`delete from feedback where project_id = ${element.project_id} and id = ${feedbackId.toLowerCase()}`);
     if (!removed) throw notFound(`Feedback "${feedbackId}" does not exist in project ${element.project_id}.`);
-    const [result] = (await store(tx, prepared, { userId, now: new Date(), where: single })).results;
+    const [result] = (await store(tx, prepared, { userId, now: new Date(), where: single, record })).results;
     return result!;
   });
 }

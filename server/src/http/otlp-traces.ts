@@ -127,7 +127,7 @@ export function otlpTracesHttp(services: Services) {
         if (projectId !== projectHeader) requireProjectAccess(user, projectId, access);
       }
       if (route === 'explain') return answer.explained({ calls, rejected: refused }, limits.responseBytes);
-      const stored = await storeSpanCalls(services.orm.em, { userId: user.id, calls, refused });
+      const stored = await storeSpanCalls(services.orm.em, { userId: user.id, calls, refused, events: services.queueEvents });
       res.setHeader(NEW_RECORDS_HEADER, String(stored.newRecords));
       answer.exported(stored.rejectedSpans, stored.errorMessage);
     } catch (error) {

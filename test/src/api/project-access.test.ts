@@ -41,6 +41,7 @@ describeEachBackend('project access on every operation', (backend) => {
     const feedback = { project_id: PROJECT, svc_ref: callRef, feedback_type: 'svc.reaction.1', payload: { emoji: '👍' } };
     const stored = (await as('POST', '/feedback/create', feedback)).body.id as string;
     const q = `project_id=${encodeURIComponent(PROJECT)}`;
+    const rule = (await as('POST', `/annotation_queues/${queue}/rules`, { project_id: PROJECT, name: 'r', trigger: 'call', filter: { op_names: ['none'] } })).body.rule.id as string;
 
     requests = [
       { method: 'POST', path: '/calls/batch/create', body: { batch: [call(`call-${randomUUID()}`)] }, access: 'write' },
@@ -62,6 +63,11 @@ describeEachBackend('project access on every operation', (backend) => {
       { method: 'POST', path: `/annotation_queues/${queue}/items/finished`, body: { project_id: PROJECT }, access: 'read' },
       { method: 'POST', path: `/annotation_queues/${queue}/items/${item}/progress`, body: { project_id: PROJECT, annotation_state: 'completed' }, access: 'write' },
       { method: 'DELETE', path: `/annotation_queues/${queue}/items/${item}?${q}`, access: 'write' },
+      { method: 'POST', path: `/annotation_queues/${queue}/rules`, body: { project_id: PROJECT, name: 'r2', trigger: 'call', filter: {} }, access: 'write' },
+      { method: 'POST', path: `/annotation_queues/${queue}/rules/query`, body: { project_id: PROJECT }, access: 'read' },
+      { method: 'POST', path: `/annotation_queues/${queue}/rules/preview`, body: { project_id: PROJECT, trigger: 'call', filter: {} }, access: 'read' },
+      { method: 'PUT', path: `/annotation_queues/${queue}/rules/${rule}`, body: { project_id: PROJECT, enabled: false }, access: 'write' },
+      { method: 'DELETE', path: `/annotation_queues/${queue}/rules/${rule}?${q}`, access: 'write' },
       { method: 'POST', path: '/feedback/batch/create', body: { batch: [feedback] }, access: 'write' },
       { method: 'POST', path: '/feedback/create', body: feedback, access: 'write' },
       { method: 'POST', path: '/feedback/query', body: { project_id: PROJECT }, access: 'read' },
@@ -143,6 +149,7 @@ function template(path: string): string {
   const names: Record<number, string> = {};
   if (parts[1] === 'annotation_queues' && parts.length > 2 && !['query', 'stats'].includes(parts[2]!)) names[2] = '{queue_id}';
   if (parts[1] === 'annotation_queues' && parts[3] === 'items' && parts.length > 4 && !['query', 'claim', 'annotations', 'finished'].includes(parts[4]!)) names[4] = '{item_id}';
+  if (parts[1] === 'annotation_queues' && parts[3] === 'rules' && parts.length > 4 && !['query', 'preview'].includes(parts[4]!)) names[4] = '{rule_id}';
   if (parts[1] === 'calls' && parts.length === 3 && parts[2] !== 'query') names[2] = '{call_id}';
   return parts.map((part, index) => names[index] ?? part).join('/');
 }

@@ -11,6 +11,7 @@ import { claimBenchmark } from './claim-writes.ts';
 import { itemsQueryBenchmark } from './items-query.ts';
 import { agreementBenchmark } from './agreement.ts';
 import { webBenchmark } from './web.ts';
+import { rulesBenchmark } from './rules.ts';
 import { printSection, runInfo, writeSection, type Section, type Settings } from './report.ts';
 import { positiveInt } from '../harness/env-settings.ts';
 
@@ -25,6 +26,7 @@ const BENCHMARKS: Record<string, (settings: Settings, workDir: string) => Promis
   'feedback-ingest': feedbackIngestBenchmark,
   'otlp-ingest': otlpIngestBenchmark,
   agreement: agreementBenchmark,
+  rules: rulesBenchmark,
   cli: cliBenchmark,
   web: webBenchmark,
 };

@@ -252,6 +252,35 @@ describeEachBackend('a client generated from the API document', (backend) => {
     expect(badFilter.response.status).toBe(400);
   });
 
+  it('creates, lists, previews, changes and deletes queue rules, with their errors', async () => {
+    const client = api(member.api_key);
+    const made = await client.POST('/annotation_queues', { body: { project_id, name: 'ruled' } });
+    const queue_id = made.data!.id;
+    const path = { queue_id };
+    const filter = { op_names: ['chat'], attributes: [{ path: 'gen_ai.request.model', op: 'eq' as const, value: 'gpt-4o' }] };
+    const created = await client.POST('/annotation_queues/{queue_id}/rules', { params: { path }, body: { project_id, name: 'chats', trigger: 'call', filter, sample_rate: 0.5 } });
+    expect(created.data?.rule).toMatchObject({ name: 'chats', trigger: 'call', filter, sample_rate: 0.5, backfill: null });
+    const rule_id = created.data!.rule.id;
+    const refused = await client.POST('/annotation_queues/{queue_id}/rules', { params: { path }, body: { project_id, name: 'x', trigger: 'call', filter: { op_names: [] } } });
+    expect(refused.response.status).toBe(400);
+
+    const listed = await api(viewer.api_key).POST('/annotation_queues/{queue_id}/rules/query', { params: { path }, body: { project_id } });
+    expect(listed.data?.rules.map((rule) => rule.id)).toEqual([rule_id]);
+    expect((await client.POST('/annotation_queues/{queue_id}/rules/query', { params: { path: { queue_id: 'gone' } }, body: { project_id } })).response.status).toBe(404);
+
+    const previewed = await client.POST('/annotation_queues/{queue_id}/rules/preview', { params: { path }, body: { project_id, trigger: 'call', filter } });
+    expect(previewed.data).toMatchObject({ matching_calls: 0, would_add: 0, scan_limit_reached: false });
+    expect((await client.POST('/annotation_queues/{queue_id}/rules/preview', { params: { path: { queue_id: 'gone' } }, body: { project_id, trigger: 'call', filter } })).response.status).toBe(404);
+
+    const changed = await client.PUT('/annotation_queues/{queue_id}/rules/{rule_id}', { params: { path: { queue_id, rule_id } }, body: { project_id, enabled: false } });
+    expect(changed.data?.rule.enabled).toBe(false);
+    expect((await client.PUT('/annotation_queues/{queue_id}/rules/{rule_id}', { params: { path: { queue_id, rule_id: 'gone' } }, body: { project_id } })).response.status).toBe(404);
+
+    const deleted = await client.DELETE('/annotation_queues/{queue_id}/rules/{rule_id}', { params: { path: { queue_id, rule_id }, query: { project_id } } });
+    expect(deleted.data?.rule.id).toBe(rule_id);
+    expect((await client.DELETE('/annotation_queues/{queue_id}/rules/{rule_id}', { params: { path: { queue_id, rule_id }, query: { project_id } } })).response.status).toBe(404);
+  });
+
   it('saw every operation answer with success and with an error, each as the document describes it', () => {
     expect(problems).toEqual([]);
     const missing: string[] = [];

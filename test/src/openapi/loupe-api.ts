@@ -222,6 +222,81 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/annotation_queues/{queue_id}/rules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a rule that adds matching calls to the queue
+         * @description trigger "call": calls stored from now on that match `filter` (a CallFilter) and are sampled are added in the transaction that stores them. trigger "feedback": the call a new matching feedback record names is added in the feedback's transaction. `backfill_since` also considers, in the background, the calls already stored that started at or after it.
+         */
+        post: operations["annotationQueues-rules-create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/annotation_queues/{queue_id}/rules/query": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** List the rules of a queue, oldest first, with their stats and backfill */
+        post: operations["annotationQueues-rules-query"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/annotation_queues/{queue_id}/rules/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Count the stored calls a call rule would match and add, writing nothing
+         * @description Scans at most the newest LOUPE_RULE_PREVIEW_SCAN_LIMIT calls of the range (the filter's times and `since`); `scan_limit_reached` says when more lie in it.
+         */
+        post: operations["annotationQueues-rules-preview"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/annotation_queues/{queue_id}/rules/{rule_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Change a rule (fields left out stay); backfill_since starts a new backfill */
+        put: operations["annotationQueues-rules-update"];
+        post?: never;
+        /** Delete a rule (it stops; the items it added stay) */
+        delete: operations["annotationQueues-rules-delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/annotation_specs": {
         parameters: {
             query?: never;
@@ -473,6 +548,63 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description trigger "call": a CallFilter. trigger "feedback": {feedback_types?, payload?, call?}. Every condition given must hold; a filter that cannot match (an empty list, started_after not before started_before, exists and not_exists of one path) is refused */
+        QueueRuleFilter: {
+            call_ids?: string[];
+            op_names?: string[];
+            /** @description case-insensitive substring of op_name */
+            op_name_contains?: string;
+            trace_ids?: string[];
+            /**
+             * Format: date-time
+             * @description started_at ≥ this
+             */
+            started_after?: string;
+            /**
+             * Format: date-time
+             * @description started_at < this
+             */
+            started_before?: string;
+            has_exception?: boolean;
+            /** @description calls whose inputs or output (their string values, the first 60,000 characters of each) hold every word, whole and case-insensitive; at most 256 characters and 16 words. Search syntax is not interpreted: quotes, * and OR are plain text */
+            text?: string;
+            attributes?: components["schemas"]["AttributeCondition"][];
+            /** @description feedback rule: the record's feedback_type is one of these */
+            feedback_types?: string[];
+            /** @description feedback rule: conditions on the record's payload (paths into the payload, ops as for attributes) */
+            payload?: components["schemas"]["AttributeCondition"][];
+            /** @description feedback rule: conditions on the call the record names (call_ref, else a call svc_ref) */
+            call?: components["schemas"]["CallFilter"];
+        };
+        /** @description eq/neq: same JSON type and value (neq: any other call, one without the path too); exists/not_exists: the path is present (a JSON null counts); gt/gte/lt/lte: a number at the path compared with a number; contains: a string at the path holds the value (case-sensitive) */
+        AttributeCondition: {
+            /** @description dotted path into the call's attributes, e.g. gen_ai.request.model */
+            path: string;
+            /** @enum {string} */
+            op: "eq" | "neq" | "exists" | "not_exists" | "gt" | "gte" | "lt" | "lte" | "contains";
+            value?: string | number | boolean;
+        };
+        CallFilter: {
+            call_ids?: string[];
+            op_names?: string[];
+            /** @description case-insensitive substring of op_name */
+            op_name_contains?: string;
+            trace_ids?: string[];
+            /**
+             * Format: date-time
+             * @description started_at ≥ this
+             */
+            started_after?: string;
+            /**
+             * Format: date-time
+             * @description started_at < this
+             */
+            started_before?: string;
+            has_exception?: boolean;
+            /** @description calls whose inputs or output (their string values, the first 60,000 characters of each) hold every word, whole and case-insensitive; at most 256 characters and 16 words. Search syntax is not interpreted: quotes, * and OR are plain text */
+            text?: string;
+            attributes?: components["schemas"]["AttributeCondition"][];
+        };
         /** @description any JSON value */
         JsonValue: unknown;
         CallCreateReq: {
@@ -497,35 +629,6 @@ export interface components {
                 [key: string]: components["schemas"]["JsonValue"];
             } | null;
             exception?: string | null;
-        };
-        CallFilter: {
-            call_ids?: string[];
-            op_names?: string[];
-            /** @description case-insensitive substring of op_name */
-            op_name_contains?: string;
-            trace_ids?: string[];
-            /**
-             * Format: date-time
-             * @description started_at ≥ this
-             */
-            started_after?: string;
-            /**
-             * Format: date-time
-             * @description started_at < this
-             */
-            started_before?: string;
-            has_exception?: boolean;
-            /** @description calls whose inputs or output (their string values, the first 60,000 characters of each) hold every word, whole and case-insensitive; at most 256 characters and 16 words. Search syntax is not interpreted: quotes, * and OR are plain text */
-            text?: string;
-            attributes?: components["schemas"]["AttributeCondition"][];
-        };
-        /** @description eq/neq: same JSON type and value (neq: any other call, one without the path too); exists/not_exists: the path is present (a JSON null counts); gt/gte/lt/lte: a number at the path compared with a number; contains: a string at the path holds the value (case-sensitive) */
-        AttributeCondition: {
-            /** @description dotted path into the call's attributes, e.g. gen_ai.request.model */
-            path: string;
-            /** @enum {string} */
-            op: "eq" | "neq" | "exists" | "not_exists" | "gt" | "gte" | "lt" | "lte" | "contains";
-            value?: string | number | boolean;
         };
         FeedbackCreateReq: {
             /**
@@ -651,6 +754,57 @@ export interface components {
              * @example 2026-11-22T10:04:05.123Z
              */
             finished_at: string;
+        };
+        QueueRule: {
+            id: string;
+            queue_id: string;
+            name: string;
+            /** @enum {string} */
+            trigger: "call" | "feedback";
+            filter: components["schemas"]["QueueRuleFilter"];
+            sample_rate: number;
+            max_items_per_day: number | null;
+            enabled: boolean;
+            created_by: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:04:05.123Z
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:04:05.123Z
+             */
+            updated_at: string;
+            stats: components["schemas"]["QueueRuleStats"];
+            backfill: components["schemas"]["QueueRuleBackfill"] | null;
+        };
+        QueueRuleStats: {
+            /** @description calls (trigger "call", and backfills) or feedback records (trigger "feedback") the rule looked at */
+            considered: number;
+            /** @description calls that matched the filter (for a feedback rule: distinct calls named by matching records, per request) */
+            matched: number;
+            /** @description matched calls the sample left out */
+            sampled_out: number;
+            /** @description sampled calls skipped because max_items_per_day was reached */
+            capped: number;
+            /** @description items the rule added (matched calls already in the queue, or deleted from it, are none of these three) */
+            added: number;
+            last_added_at: string | null;
+        };
+        QueueRuleBackfill: {
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:04:05.123Z
+             */
+            since: string;
+            /** @enum {string} */
+            state: "running" | "done" | "failed";
+            /** @description stored calls considered so far, each once */
+            considered: number;
+            added: number;
+            /** @description why it failed; null otherwise */
+            reason: string | null;
         };
         AnnotationSpec: {
             ref: string;
@@ -2353,6 +2507,603 @@ export interface operations {
                 content: {
                     "application/json": {
                         item: components["schemas"]["AnnotationQueueItem"];
+                    };
+                };
+            };
+            /** @description The request is invalid: not JSON, a schema violation (`issues` lists them) or a broken rule; `reason` says which. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A record the request names (in its path or body) does not exist in that project, or is deleted. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this client; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected error; `request_id` identifies it in the server log. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable, or the server is reading too many request bodies; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "annotationQueues-rules-create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description queue id */
+                queue_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description `<entity>/<project>`
+                     * @example acme/chatbot
+                     */
+                    project_id: string;
+                    name: string;
+                    /** @enum {string} */
+                    trigger: "call" | "feedback";
+                    filter: components["schemas"]["QueueRuleFilter"];
+                    /** @description default 1 */
+                    sample_rate?: number;
+                    max_items_per_day?: number | null;
+                    backfill_since?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        rule: components["schemas"]["QueueRule"];
+                    };
+                };
+            };
+            /** @description The request is invalid: not JSON, a schema violation (`issues` lists them) or a broken rule; `reason` says which. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A record the request names (in its path or body) does not exist in that project, or is deleted. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not plain UTF-8 JSON (Content-Type: application/json; no Content-Encoding). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this client; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected error; `request_id` identifies it in the server log. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable, or the server is reading too many request bodies; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "annotationQueues-rules-query": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description queue id */
+                queue_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description `<entity>/<project>`
+                     * @example acme/chatbot
+                     */
+                    project_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        rules: components["schemas"]["QueueRule"][];
+                    };
+                };
+            };
+            /** @description The request is invalid: not JSON, a schema violation (`issues` lists them) or a broken rule; `reason` says which. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A record the request names (in its path or body) does not exist in that project, or is deleted. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not plain UTF-8 JSON (Content-Type: application/json; no Content-Encoding). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this client; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected error; `request_id` identifies it in the server log. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable, or the server is reading too many request bodies; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "annotationQueues-rules-preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description queue id */
+                queue_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description `<entity>/<project>`
+                     * @example acme/chatbot
+                     */
+                    project_id: string;
+                    /**
+                     * @description only call filters are previewed
+                     * @constant
+                     */
+                    trigger: "call";
+                    filter: components["schemas"]["QueueRuleFilter"];
+                    /** @description 0 < r ≤ 1: the share of matching calls added, chosen by a stable hash of (rule id, call id) */
+                    sample_rate?: number;
+                    /**
+                     * Format: date-time
+                     * @description only calls that started at or after this (a backfill_since)
+                     */
+                    since?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stored calls (of those scanned) that match the filter */
+                        matching_calls: number;
+                        /** @description of those, the calls not in the queue and never deleted from it, times sample_rate (rounded): with sample_rate 1 exactly what a backfill from `since` adds, without a daily cap; below 1 the expected count (the rule's own sample depends on its id) */
+                        would_add: number;
+                        /** @description calls looked at: the newest in the filter's time range, at most the scan limit */
+                        scanned_calls: number;
+                        /** @description true when more calls lie in the range than the scan limit (LOUPE_RULE_PREVIEW_SCAN_LIMIT): the counts are of the newest ones only */
+                        scan_limit_reached: boolean;
+                    };
+                };
+            };
+            /** @description The request is invalid: not JSON, a schema violation (`issues` lists them) or a broken rule; `reason` says which. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A record the request names (in its path or body) does not exist in that project, or is deleted. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not plain UTF-8 JSON (Content-Type: application/json; no Content-Encoding). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this client; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected error; `request_id` identifies it in the server log. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable, or the server is reading too many request bodies; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "annotationQueues-rules-update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description queue id */
+                queue_id: string;
+                /** @description rule id */
+                rule_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description `<entity>/<project>`
+                     * @example acme/chatbot
+                     */
+                    project_id: string;
+                    name?: string;
+                    /** @description checked against the rule's trigger, which does not change */
+                    filter?: components["schemas"]["QueueRuleFilter"];
+                    /** @description 0 < r ≤ 1: the share of matching calls added, chosen by a stable hash of (rule id, call id) */
+                    sample_rate?: number;
+                    /** @description null: no cap */
+                    max_items_per_day?: number | null;
+                    enabled?: boolean;
+                    /** @description a timestamp starts a new backfill from it (the previous one, if running, ends); null removes the backfill */
+                    backfill_since?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        rule: components["schemas"]["QueueRule"];
+                    };
+                };
+            };
+            /** @description The request is invalid: not JSON, a schema violation (`issues` lists them) or a broken rule; `reason` says which. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A record the request names (in its path or body) does not exist in that project, or is deleted. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not plain UTF-8 JSON (Content-Type: application/json; no Content-Encoding). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this client; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected error; `request_id` identifies it in the server log. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable, or the server is reading too many request bodies; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "annotationQueues-rules-delete": {
+        parameters: {
+            query: {
+                /** @description `<entity>/<project>` */
+                project_id: string;
+            };
+            header?: never;
+            path: {
+                /** @description queue id */
+                queue_id: string;
+                /** @description rule id */
+                rule_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        rule: components["schemas"]["QueueRule"];
                     };
                 };
             };

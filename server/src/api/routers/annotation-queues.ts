@@ -40,6 +40,7 @@ import type { AuthUser } from '../../domain/auth-user.ts';
 import type { Context } from '../context.ts';
 import { router, streamUnderErrorPolicy } from '../trpc.ts';
 import { projectProcedure } from '../project-procedures.ts';
+import { queueRulesRouter } from './queue-rules.ts';
 import { rest } from '../rest-meta.ts';
 
 const tags = ['annotation queues'];
@@ -174,6 +175,7 @@ export const annotationQueuesRouter = router({
   projectEvents: projectProcedure('read', AnnotationProjectEventsReq).subscription(({ ctx, input, signal }) => eventStream(ctx, input, signal)),
 
   items: itemsRouter,
+  rules: queueRulesRouter,
 });
 
 /** Either kind of event stream: one way to open them, with the same checks, limits and renewal. */

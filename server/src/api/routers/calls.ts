@@ -10,7 +10,7 @@ export const callsRouter = router({
   batchCreate: projectBatchProcedure('write', CallBatchCreateReq)
     .meta(rest({ method: 'POST', path: '/calls/batch/create', tags: ['calls'], summary: 'Store recorded calls, all or nothing; idempotent by id', answers: [409] }))
     .output(CallBatchCreateRes)
-    .mutation(async ({ ctx, input }) => ({ res: answerNewRecords(ctx.res, await createCalls(ctx.db, ctx.user.id, input.batch)) })),
+    .mutation(async ({ ctx, input }) => ({ res: answerNewRecords(ctx.res, await createCalls(ctx.db, { userId: ctx.user.id, batch: input.batch, events: ctx.services.queueEvents })) })),
 
   read: projectProcedure('read', CallReadReq)
     .meta(rest({ method: 'GET', path: '/calls/{call_id}', tags: ['calls'], summary: 'Read one call', answers: [404, 413] }))

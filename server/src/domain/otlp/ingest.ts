@@ -1,5 +1,6 @@
 import type { SqlScope } from '../../db/sql.ts';
 import { writeCalls } from '../calls.ts';
+import type { QueueEventPublisher } from '../queue-events.ts';
 import type { RefusedSpan, SpanCall } from './span-calls.ts';
 
 /** How many refused spans the answer's `errorMessage` names one by one. */
@@ -12,13 +13,13 @@ export type SpansStored = { newRecords: number; rejectedSpans: number; errorMess
  * Stores the calls of an export's accepted spans through the same write as calls/batch/create (so
  * the same content gives the same stored call, and a span sent again stores nothing new), all or
  * nothing. A span whose id is stored, or repeated in the request, with other content is refused
- * and the rest stored. `refused` are the spans refused before (span-calls.ts).
+ * and the rest stored; queue rules add the calls they match in the same transaction (5.10). `refused` are the spans refused before (span-calls.ts).
  */
 export async function storeSpanCalls(
   db: SqlScope,
-  { userId, calls, refused }: { userId: string; calls: readonly SpanCall[]; refused: readonly RefusedSpan[] },
+  { userId, calls, refused, events }: { userId: string; calls: readonly SpanCall[]; refused: readonly RefusedSpan[]; events: QueueEventPublisher },
 ): Promise<SpansStored> {
-  const written = calls.length === 0 ? { newRecords: 0, refused: [] } : await writeCalls(db, { userId, batch: calls.map(({ call }) => call), conflicts: 'report' });
+  const written = calls.length === 0 ? { newRecords: 0, refused: [] } : await writeCalls(db, { userId, batch: calls.map(({ call }) => call), conflicts: 'report', events });
   const all = [
     ...refused,
     ...written.refused.map(({ index, reason }) => {
