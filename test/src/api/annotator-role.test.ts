@@ -143,13 +143,18 @@ describeEachBackend('the annotator role on every operation', (backend) => {
 
   it('sees their own state on items, their own entries in stats, their own records, the calls of their queues', async () => {
     const as = (method: string, path: string, body?: unknown) => rest(server, method, path, { key: annotator.api_key, body });
-    const items = (await as('POST', `/annotation_queues/${openQueue}/items/query`, { project_id: PROJECT })).body.items;
-    // The other annotator's completed record is the latest of c1; the annotator sees their own state.
+    // The other annotator finishes c2, which the annotator never touched: to a member the item
+    // shows the other's state; to the annotator, their own (none).
+    expect((await claim(server, other.api_key, PROJECT, openQueue)).body.item.id).toBe(openItems[1]!.id);
+    expect((await progress(server, other.api_key, PROJECT, openQueue, openItems[1]!.id, 'completed')).status).toBe(200);
     const shownToOwner = await queryItems(server, owner.api_key, PROJECT, openQueue);
-    expect(shownToOwner[0]).toMatchObject({ annotator_user_id: other.user_id });
+    expect(shownToOwner[1]).toMatchObject({ annotation_state: 'completed', annotator_user_id: other.user_id });
+    const items = (await as('POST', `/annotation_queues/${openQueue}/items/query`, { project_id: PROJECT })).body.items;
     expect(items[0]).toMatchObject({ id: openItems[0]!.id, annotation_state: 'completed', annotator_user_id: annotator.user_id });
+    expect(items[1]).toMatchObject({ id: openItems[1]!.id, annotation_state: 'unstarted', annotator_user_id: null });
+    expect(JSON.stringify(items)).not.toContain(other.user_id);
     const filtered = (await as('POST', `/annotation_queues/${openQueue}/items/query`, { project_id: PROJECT, filter: { annotation_states: ['unstarted', 'in_progress'] } })).body.items;
-    expect(filtered.map((item: { id: string }) => item.id)).not.toContain(openItems[0]!.id);
+    expect(filtered.map((item: { id: string }) => item.id)).toEqual([openItems[1]!.id]);
 
     const [stats] = (await as('POST', '/annotation_queues/stats', { project_id: PROJECT, queue_ids: [openQueue] })).body.stats;
     expect(stats.by_annotator.map((entry: { annotator_user_id: string }) => entry.annotator_user_id)).toEqual([annotator.user_id]);
