@@ -47,8 +47,15 @@ export async function claimItem(db: SqlScope, claim: Claim): Promise<AnnotationQ
 /** Who claims the next item of which queue; `blind` for an annotator, who sees only their own state (5.11). */
 type Claim = { userId: string; blind: boolean; projectId: string; queueId: string; events: QueueEventPublisher };
 
-/** What a claim reads of its queue. */
-type ClaimQueue = { annotations_per_item: number; overlap_coverage: number; lease_seconds: number; access: QueueAccess; assignee: number | string | boolean };
+/** What a claim reads of its queue: its settings, whether the caller is an assignee, and whether any live item is assigned to the caller. */
+type ClaimQueue = {
+  annotations_per_item: number;
+  overlap_coverage: number;
+  lease_seconds: number;
+  access: QueueAccess;
+  assignee: number | string | boolean;
+  has_assigned: number | string | boolean;
+};
 
 async function claimOnce(db: SqlScope, { userId, blind, projectId, queueId, events }: Claim): Promise<AnnotationQueueItem | null> {
   return publishingTransaction(db, events, async (tx, record) => {
@@ -60,7 +67,8 @@ async function claimOnce(db: SqlScope, { userId, blind, projectId, queueId, even
       await sqlRows(tx, sql`select pg_advisory_xact_lock(hashtextextended(${`claim ${queueId} ${userId}`}, 0))${queueWriteLockTerm(tx, queueId)}`);
     }
     // Read after the locks: a queue deleted meanwhile is a 404, an assignee removed meanwhile a 403.
-    const [queue] = await sqlRows<ClaimQueue>(tx, sql`select q.annotations_per_item, q.overlap_coverage, q.lease_seconds, q.access, ${assigneeTerm(userId)} as assignee
+    const [queue] = await sqlRows<ClaimQueue>(tx, sql`select q.annotations_per_item, q.overlap_coverage, q.lease_seconds, q.access, ${assigneeTerm(userId)} as assignee,
+        case when exists (select 1 from annotation_queue_items i where i.queue_id = q.id and i.assigned_user_id = ${userId} and i.deleted_at is null) then 1 else 0 end as has_assigned
         from annotation_queues q where q.id = ${queueId} and q.project_id = ${projectId} and q.deleted_at is null`);
     if (!queue) throw notFound(`Annotation queue "${queueId}" does not exist in project ${projectId}.`);
     if (queue.access === 'assigned' && Number(queue.assignee) !== 1) throw notAnAssignee(queueId);
@@ -76,8 +84,10 @@ async function claimOnce(db: SqlScope, { userId, blind, projectId, queueId, even
     // The slots of item `i` taken at `at` by work that counts in this queue, against its quota.
     const taken = sql`(select count(*) from annotation_item_progress p where p.item_id = i.id and ${occupying(at)} and ${countedWork(queue.access)})`;
     const free = sql`${taken} < ${requiredOfQueue(queue)}`;
-    // The items assigned to the caller first, then those assigned to nobody.
-    for (const assigned of [sql`i.assigned_user_id = ${userId}`, sql`i.assigned_user_id is null`]) {
+    // The items assigned to the caller first (when there are any: one index seek above), then those assigned to nobody.
+    const steps = [sql`i.assigned_user_id is null`];
+    if (Number(queue.has_assigned) === 1) steps.unshift(sql`i.assigned_user_id = ${userId}`);
+    for (const assigned of steps) {
       // Items found full once locked (filled by claims that committed meanwhile) are passed over,
       // and the search goes on: each pass excludes one more item, so it ends, and it moves on only
       // when no item with a free slot is left. (A fixed number of passes could move on while a
