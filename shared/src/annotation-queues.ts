@@ -18,6 +18,24 @@ const ItemId = z.string().min(1).max(128).meta({ description: 'item id' });
 
 // ---- queues ----
 
+/** Who may work a queue (contract 5.11): anyone who may annotate in the project, or only its assignees. */
+export const QUEUE_ACCESS = ['open', 'assigned'] as const;
+export const QueueAccess = z.enum(QUEUE_ACCESS).meta({ description: '`open`: anyone who may annotate in the project; `assigned`: only the assignees' });
+export type QueueAccess = z.infer<typeof QueueAccess>;
+
+/** At most this many assignees per queue. */
+export const MAX_ASSIGNEES = 1000;
+const UserId = z.string().min(1).max(128);
+const Assignees = z
+  .array(UserId)
+  .max(MAX_ASSIGNEES)
+  .meta({ description: `user ids (at most ${MAX_ASSIGNEES}), each an admin, member or annotator of the project's entity; repeats count once` });
+const OverlapCoverage = z
+  .number()
+  .gt(0)
+  .max(1)
+  .meta({ description: 'the share of items (a stable hash of the item id) that need annotations_per_item annotators; every other item needs one' });
+
 export const AnnotationQueue = z
   .strictObject({
     id: z.string(),
@@ -27,6 +45,9 @@ export const AnnotationQueue = z
     scorer_refs: z.array(z.string()),
     annotations_per_item: z.int(),
     lease_seconds: z.int(),
+    access: QueueAccess,
+    assignees: z.array(z.string()).meta({ description: 'user ids, in code-unit order' }),
+    overlap_coverage: z.number(),
     created_at: Timestamp,
     created_by: z.string(),
     updated_at: Timestamp,
@@ -46,6 +67,9 @@ export const AnnotationQueueCreateReq = z.strictObject({
   scorer_refs: z.array(z.string()).max(100).optional(),
   annotations_per_item: AnnotationsPerItem.optional(),
   lease_seconds: LeaseSeconds.optional(),
+  access: QueueAccess.optional().meta({ description: 'default open' }),
+  assignees: Assignees.optional(),
+  overlap_coverage: OverlapCoverage.optional().meta({ description: 'default 1' }),
 });
 export type AnnotationQueueCreateReq = z.infer<typeof AnnotationQueueCreateReq>;
 export const AnnotationQueueCreateRes = z.strictObject({ id: z.string() });
@@ -70,6 +94,9 @@ export const AnnotationQueueUpdateReq = z.strictObject({
   scorer_refs: z.array(z.string()).max(100).optional(),
   annotations_per_item: AnnotationsPerItem.optional(),
   lease_seconds: LeaseSeconds.optional(),
+  access: QueueAccess.optional(),
+  assignees: Assignees.optional().meta({ description: 'the new list; a user left out is no longer an assignee: their live leases are released' }),
+  overlap_coverage: OverlapCoverage.optional(),
 });
 export type AnnotationQueueUpdateReq = z.infer<typeof AnnotationQueueUpdateReq>;
 
@@ -94,6 +121,10 @@ export const AnnotationQueueItem = z
     updated_at: Timestamp,
     deleted_at: Timestamp.nullable(),
     position_in_queue: z.int().nullable(),
+    assigned_user_id: z.string().nullable().meta({ description: 'the one user who may claim the item, or null (contract 5.11)' }),
+    annotations_required: z
+      .int()
+      .meta({ description: "the item's quota: the queue's annotations_per_item for the share overlap_coverage of items, else 1" }),
   })
   .meta({ id: 'AnnotationQueueItem' });
 export type AnnotationQueueItem = z.infer<typeof AnnotationQueueItem>;
@@ -176,6 +207,21 @@ export const AnnotationQueueFinishedRes = z.strictObject({
   next_cursor: NextCursor,
 });
 
+/** At most this many item ids per assignment. */
+export const ASSIGN_MAX_ITEM_IDS = 10_000;
+
+export const AnnotationQueueItemsAssignReq = z.strictObject({
+  queue_id: QueueId,
+  project_id: ProjectId,
+  item_ids: z.array(ItemId).min(1).max(ASSIGN_MAX_ITEM_IDS).meta({ description: `at most ${ASSIGN_MAX_ITEM_IDS.toLocaleString('en')}` }),
+  user_id: UserId.nullable().meta({ description: 'who alone may claim these items; null unassigns them' }),
+});
+export type AnnotationQueueItemsAssignReq = z.infer<typeof AnnotationQueueItemsAssignReq>;
+export const AnnotationQueueItemsAssignRes = z.strictObject({
+  assigned_count: z.int().meta({ description: 'live items of the queue among those named, now assigned as asked' }),
+  missing_item_ids: z.array(z.string()).meta({ description: 'named ids that are no live item of the queue' }),
+});
+
 export const AnnotationQueueClaimReq = z.strictObject({ queue_id: QueueId, project_id: ProjectId });
 export const AnnotationQueueClaimRes = z.strictObject({ item: AnnotationQueueItem.nullable() });
 
@@ -192,9 +238,8 @@ export const AnnotationQueueItemAnnotationsReq = z
 export type AnnotationQueueItemAnnotationsReq = z.infer<typeof AnnotationQueueItemAnnotationsReq>;
 
 /**
- * How far an item is from done ("1 of 2"): its annotators who completed or skipped it, against its
- * quota. `annotations_required` is contract 5.11's name for the quota; until per-item overlap
- * lands it is the queue's `annotations_per_item`.
+ * How far an item is from done ("1 of 2"): its annotators who completed or skipped it (in an
+ * assigned queue, its assignees), against its quota `annotations_required` (contract 5.11).
  */
 export const AnnotationQueueItemAnnotations = z
   .strictObject({ item_id: z.string(), annotations_done: z.int(), annotations_required: z.int() })
@@ -216,8 +261,38 @@ export const AnnotationQueueStats = z.strictObject({
   by_annotator: z.array(
     z.strictObject({ annotator_user_id: z.string(), in_progress: z.int(), completed: z.int(), skipped: z.int() }),
   ),
-  /** Items whose completed or skipped annotators number at least the queue's annotations_per_item (5.2). */
+  /** Items whose completed or skipped annotators number at least the item's annotations_required (5.2, 5.11). */
   done_items: z.int(),
+  by_assignee: z
+    .array(
+      z.strictObject({
+        user_id: z.string(),
+        assigned_items: z.int().meta({ description: 'live items assigned to the user alone (items/assign)' }),
+        done: z.int().meta({ description: 'live items the user completed or skipped' }),
+        in_progress: z.int().meta({ description: 'live items the user holds with a live lease' }),
+        remaining: z.int().meta({ description: 'live items open to the user (assigned to them or to nobody), not finished by them, still short of their quota' }),
+      }),
+    )
+    .meta({ description: "the queue's assignees and the users items are assigned to, by user id (5.11)" }),
 });
 export type AnnotationQueueStats = z.infer<typeof AnnotationQueueStats>;
 export const AnnotationQueueStatsRes = z.strictObject({ stats: z.array(AnnotationQueueStats) });
+
+// ---- the caller's queues (contract 5.11) ----
+
+export const AnnotationQueueMineReq = z.strictObject({
+  project_id: ProjectId.optional().meta({ description: "only this project's queues; default every project of the caller's entities" }),
+});
+export type AnnotationQueueMineReq = z.infer<typeof AnnotationQueueMineReq>;
+export const MyQueue = z
+  .strictObject({
+    project_id: z.string(),
+    queue: AnnotationQueue,
+    remaining_for_me: z.int().meta({ description: 'items open to the caller, not finished by them and still short of their quota' }),
+    done_by_me: z.int().meta({ description: 'items the caller completed or skipped' }),
+  })
+  .meta({ id: 'MyQueue' });
+export type MyQueue = z.infer<typeof MyQueue>;
+export const AnnotationQueueMineRes = z.strictObject({
+  queues: z.array(MyQueue).meta({ description: 'every live queue the caller may claim from, by project, then newest first' }),
+});

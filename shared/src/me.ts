@@ -1,6 +1,10 @@
 import { z } from 'zod';
 
-export const ROLES = ['admin', 'member', 'viewer'] as const;
+/**
+ * Roles in an entity (contract 3): admins and members read and write; annotators work the queues
+ * open to them, blind to other annotators' work (5.11); viewers only read.
+ */
+export const ROLES = ['admin', 'member', 'annotator', 'viewer'] as const;
 export const Role = z.enum(ROLES);
 export type Role = z.infer<typeof Role>;
 

@@ -8,11 +8,11 @@ import { AdminError, addMember, createKey, createUser, listKeys, revokeKey } fro
 import { loadDemo } from './demo.ts';
 
 const USAGE = `usage: npm run --silent admin -- <command>
-  users create <username> [--entity <entity>] [--role admin|member|viewer] [--json]
+  users create <username> [--entity <entity>] [--role admin|member|annotator|viewer] [--json]
   keys create <username> [--json]
   keys list <username> [--json]
   keys revoke <key-id> [--json]
-  members add <username> <entity> [--role admin|member|viewer] [--json]
+  members add <username> <entity> [--role admin|member|annotator|viewer] [--json]
   migrate [--json]
   demo [--json]
   help (or --help, -h)

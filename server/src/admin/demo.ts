@@ -93,7 +93,7 @@ async function annotator(em: Em, username: string): Promise<AuthUser> {
 }
 
 async function queueNamed(em: Em, user: AuthUser, name: string, fields: { scorer_refs: string[]; description: string; annotations_per_item?: number }): Promise<string> {
-  const [found] = await queryQueues(em, { project_id: PROJECT, name }, { limit: 10, offset: 0, bytes: DEMO_ANSWER_BYTES });
+  const [found] = await queryQueues(em, { req: { project_id: PROJECT, name }, page: { limit: 10, offset: 0, bytes: DEMO_ANSWER_BYTES } });
   if (found && found.name === name) return found.id;
   return (await createQueue(em, { req: { project_id: PROJECT, name, ...fields }, userId: user.id, events: notifyOnlyPublisher })).id;
 }
@@ -183,7 +183,7 @@ export async function loadDemo(em: Em) {
     await createFeedbackBatch(em, { userId: person.id, batch, maxPayloadBytes: 1024 * 1024, events: notifyOnlyPublisher });
     for (let n = 0; n < done[a]!; n++) {
       const req = { project_id: PROJECT, queue_id: review, item_id: items.get(`demo-chat-${n + 1}`)!, annotation_state: 'completed' as const };
-      await updateProgress(em, { userId: person.id, req, events: notifyOnlyPublisher });
+      await updateProgress(em, { userId: person.id, blind: false, req, events: notifyOnlyPublisher });
     }
   }
   return { user_id: key.user_id, username: key.username, api_key: key.api_key, project_id: PROJECT, queue_id: review };

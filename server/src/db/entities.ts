@@ -118,12 +118,28 @@ export const AnnotationQueueRecord = defineEntity({
     scorerRefs: p.json<string[]>(),
     annotationsPerItem: p.type('integer'),
     leaseSeconds: p.type('integer'),
+    /** `open` or `assigned` (contract 5.11). */
+    access: p.text(),
+    /** The share of items that need annotationsPerItem annotators (0 < c ≤ 1); see domain/coverage.ts. */
+    overlapCoverage: p.type('double'),
     createdAt: p.datetime(),
     createdBy: p.text(),
     updatedAt: p.datetime(),
     deletedAt: p.datetime().nullable(),
   },
   indexes: [{ name: 'annotation_queues_project_idx', properties: ['projectId', 'createdAt'] }],
+});
+
+/** A user who may work an `assigned` queue (contract 5.11). */
+export const AnnotationQueueAssigneeRecord = defineEntity({
+  name: 'AnnotationQueueAssigneeRecord',
+  tableName: 'annotation_queue_assignees',
+  properties: {
+    queueId: p.text().primary(),
+    userId: p.text().primary(),
+    createdAt: p.datetime(),
+  },
+  indexes: [{ name: 'annotation_queue_assignees_user_idx', properties: ['userId'] }],
 });
 
 /** A secret the server made for itself (see db/server-secret.ts), shared by its processes. */
@@ -157,6 +173,10 @@ export const AnnotationQueueItemRecord = defineEntity({
     state: p.text(),
     stateAnnotatorUserId: p.text().nullable(),
     stateUpdatedAt: p.datetime().nullable(),
+    /** The one user who may claim the item, or null (contract 5.11). */
+    assignedUserId: p.text().nullable(),
+    /** A stable hash of the id in [0, 1): the item needs the queue's annotations_per_item when below its overlap_coverage (domain/coverage.ts). */
+    coveragePoint: p.type('double'),
     addedBy: p.text(),
     /** The queue rule that added the item (contract 5.10); null for items added by hand. */
     ruleId: p.text().nullable(),
@@ -173,6 +193,11 @@ export const AnnotationQueueItemRecord = defineEntity({
     { name: 'annotation_queue_items_updated_at_idx', properties: ['queueId', 'updatedAt', 'id'], where: LIVE },
     { name: 'annotation_queue_items_call_started_at_idx', properties: ['queueId', 'callStartedAt', 'id'], where: LIVE },
     { name: 'annotation_queue_items_call_op_name_idx', properties: ['queueId', 'callOpName', 'id'], where: LIVE },
+    {
+      name: 'annotation_queue_items_assigned_idx',
+      properties: ['queueId', 'assignedUserId', 'createdAt', 'id'],
+      where: `${LIVE} and assigned_user_id is not null`,
+    },
   ],
 });
 
@@ -305,7 +330,7 @@ export const AuthFailureRecord = defineEntity({
 /** The entities of a dialect's schema. */
 export function entitiesOf(dialect: 'sqlite' | 'postgresql') {
   const shared = [
-    User, ApiKey, EntityRecord, Membership, Project, Call, AnnotationSpecRecord, AnnotationQueueRecord, AnnotationQueueItemRecord,
+    User, ApiKey, EntityRecord, Membership, Project, Call, AnnotationSpecRecord, AnnotationQueueRecord, AnnotationQueueAssigneeRecord, AnnotationQueueItemRecord,
     AnnotationItemProgressRecord, FeedbackRecord, ServerSecret, QueueRuleRecord, QueueRuleDayRecord,
   ];
   return dialect === 'postgresql' ? [...shared, AuthFailureRecord] : shared;

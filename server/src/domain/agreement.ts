@@ -28,7 +28,9 @@ const CALLS_PER_READ = 5000;
  * asked for), the value every annotator gave every live item, and how far they agree
  * (agreement-statistics.ts does the arithmetic). A value is `payload.value` of the annotator's most
  * recently created `svc.annotation.<name>` feedback with that spec's ref and this queue, naming the
- * item's call in `svc_ref` or `call_ref`. Viewers may read it.
+ * item's call in `svc_ref` or `call_ref`. Viewers may read it. Contract 5.11: only the items the
+ * queue's overlap covers are compared (the others need one annotator), and in an assigned queue
+ * only its assignees' values count.
  *
  * Bounded per request: the time (`timeoutMs`, then 503), what it holds (MAX_VALUE_CHARS,
  * MAX_VALUES, MAX_VALUES_CHARS per spec, then 413; specs are read one after another), and
@@ -55,7 +57,15 @@ export async function queueAgreement(db: SqlScope, req: AnnotationQueueAgreement
     for (const ref of refs) {
       const spec = await specOf(db, req.project_id, ref);
       const level = req.levels?.[ref] ?? levelOf(spec.field_schema);
-      const latest = await latestValues(db, { projectId: req.project_id, queueId: queue.id, specName: spec.name, ref, deadline });
+      const latest = await latestValues(db, {
+        projectId: req.project_id,
+        queueId: queue.id,
+        specName: spec.name,
+        ref,
+        deadline,
+        assignedOnly: queue.access === 'assigned',
+        coverage: Number(queue.overlap_coverage),
+      });
       const items = [...latest.items.values()];
       // Free text is compared as it is (who gave a value, where they differ) but not rated.
       const computed = await statisticsInThread(latest.task(level ?? 'nominal', items), deadline);
@@ -202,7 +212,9 @@ async function latestValues(db: SqlScope, scope: ValuesScope): Promise<LatestVal
   const records: RecordsSql = {
     svcCall: callOf('f.svc_ref'),
     refCall: callOf('f.call_ref'),
-    where: sql`f.project_id = ${scope.projectId} and f.queue_id = ${scope.queueId} and f.feedback_type = ${`svc.annotation.${scope.specName}`} and f.annotation_ref = ${scope.ref}`,
+    where: sql`f.project_id = ${scope.projectId} and f.queue_id = ${scope.queueId} and f.feedback_type = ${`svc.annotation.${scope.specName}`} and f.annotation_ref = ${scope.ref}${
+      scope.assignedOnly ? sql` and exists (select 1 from annotation_queue_assignees a where a.queue_id = ${scope.queueId} and a.user_id = f.svc_user_id)` : sql``
+    }`,
   };
   const byRefs = onPostgres(db) ? await latestByRefsOnPostgres(db, scope, records) : await latestByRefsOnSqlite(db, scope, records);
 
@@ -216,7 +228,7 @@ async function latestValues(db: SqlScope, scope: ValuesScope): Promise<LatestVal
   for (let start = 0; start < callIds.length; start += CALLS_PER_READ) {
     deadline.check();
     const part = callIds.slice(start, start + CALLS_PER_READ);
-    for (const [id, callId, createdMs] of await liveItemsOfCalls(db, scope.queueId, part)) items.set(callId, { id, callId, createdMs });
+    for (const [id, callId, createdMs] of await liveItemsOfCalls(db, { queueId: scope.queueId, coverage: scope.coverage, callIds: part })) items.set(callId, { id, callId, createdMs });
   }
 
   const latest = new LatestValues(scope.specName);
@@ -239,7 +251,17 @@ async function latestValues(db: SqlScope, scope: ValuesScope): Promise<LatestVal
   return latest;
 }
 
-type ValuesScope = { projectId: string; queueId: string; specName: string; ref: string; deadline: AgreementDeadline };
+type ValuesScope = {
+  projectId: string;
+  queueId: string;
+  specName: string;
+  ref: string;
+  deadline: AgreementDeadline;
+  /** An assigned queue: only its assignees' values count. */
+  assignedOnly: boolean;
+  /** The queue's overlap coverage: only the items it covers are compared (coverage.ts). */
+  coverage: number;
+};
 /** The pieces of the statement that reads a spec's records: the call ids of its two refs, and its filter. */
 type RecordsSql = { svcCall: Statement; refCall: Statement; where: Statement };
 /** An annotator's latest record for a pair of call ids (null where a ref names no call of the project); `text` as in Latest. */
@@ -336,20 +358,21 @@ async function latestByRefsOnSqlite(db: SqlScope, scope: ValuesScope, records: R
   return latest.records();
 }
 
-/** [id, call id, creation time in epoch milliseconds] of the live items of the queue among these calls. */
-async function liveItemsOfCalls(db: SqlScope, queueId: string, callIds: string[]): Promise<[string, string, number][]> {
+/** [id, call id, creation time in epoch milliseconds] of the live items of the queue among these calls that its overlap covers. */
+async function liveItemsOfCalls(db: SqlScope, { queueId, coverage, callIds }: { queueId: string; coverage: number; callIds: string[] }): Promise<[string, string, number][]> {
   if (onPostgres(db)) {
     type Row = { id: string; call_id: string; created_ms: number };
     const rows = await sqlRows<Row>(
       db,
       sql`select id, call_id, (extract(epoch from created_at) * 1000)::float8 as created_ms
-            from annotation_queue_items where queue_id = ${queueId} and deleted_at is null and call_id = any(${callIds})`,
+            from annotation_queue_items where queue_id = ${queueId} and deleted_at is null and call_id = any(${callIds}) and coverage_point < ${coverage}`,
     );
     return rows.map((row) => [row.id, row.call_id, row.created_ms]);
   }
   const rows = await sqliteArrays(
     db,
-    sql`select id, call_id, created_at from annotation_queue_items where queue_id = ${queueId} and deleted_at is null and call_id in (${sql.list(callIds)})`,
+    sql`select id, call_id, created_at from annotation_queue_items
+         where queue_id = ${queueId} and deleted_at is null and call_id in (${sql.list(callIds)}) and coverage_point < ${coverage}`,
   );
   return rows as [string, string, number][];
 }

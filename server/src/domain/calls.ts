@@ -10,11 +10,11 @@ import {
   storedBytes,
   type SqlScope,
 } from '../db/sql.ts';
-import { sql } from '../db/statement.ts';
+import { sql, type Statement } from '../db/statement.ts';
 import { ensureProject } from './access.ts';
 import { callFilterConditions } from './call-filter.ts';
 import { answersBusy, budgetedPage, jsonDensity, rowTooLarge } from './answer-budget.ts';
-import { conflict, invalid, notFound } from './errors.ts';
+import { conflict, forbidden, invalid, notFound } from './errors.ts';
 import { contentHash, firstPositions, insertThenCompare, type StoredBatch } from './idempotency.ts';
 import { decodeCursor, encodeCursor, keyset, keysetOrder, queryFingerprint, type KeysetKey } from './cursor.ts';
 import { cursorPage, type CursorPage, type Page, type PageLimits } from './paging.ts';
@@ -238,11 +238,28 @@ function groupIds(elements: readonly Keyed[]): Map<string, string[]> {
   return groups;
 }
 
-/** One call; 413 when it alone is larger than an answer may be (`budget` bytes), before it is read. */
+/**
+ * Calls `calls` that are items of these queues (an annotator's calls, contract 5.11): a seek per
+ * queue on the items' unique index (queue_id, call_id).
+ */
+function itemOfQueues(queueIds: readonly string[]): Statement {
+  if (!queueIds.length) return sql`1 = 0`;
+  return sql`exists (select 1 from annotation_queue_items i where i.queue_id in (${sql.list(queueIds)}) and i.call_id = calls.id and i.deleted_at is null)`;
+}
+
+/**
+ * One call; 413 when it alone is larger than an answer may be (`budget` bytes), before it is read.
+ * `onlyOfQueues`: the caller may read only the calls of these queues' items (an annotator, 5.11;
+ * 403 for any other id, whether or not it exists).
+ */
 export async function readCall(
   db: SqlScope,
-  { projectId, callId, limits }: { projectId: string; callId: string; limits: Pick<PageLimits, 'responseBytes' | 'room'> },
+  { projectId, callId, limits, onlyOfQueues }: { projectId: string; callId: string; limits: Pick<PageLimits, 'responseBytes' | 'room'>; onlyOfQueues?: readonly string[] },
 ): Promise<CallDto> {
+  if (onlyOfQueues) {
+    const [visible] = await sqlRows<{ id: string }>(db, sql`select id from calls where project_id = ${projectId} and id = ${callId} and ${itemOfQueues(onlyOfQueues)}`);
+    if (!visible) throw forbidden(`Call "${callId}" is not an item of an annotation queue open to you; an annotator reads only those.`);
+  }
   const budget = limits.responseBytes;
   const where = sql`from calls where project_id = ${projectId} and id = ${callId}`;
   const [size] = await sqlRows<{ bytes: number | string }>(db, sql`select ${callBytes(db)} as bytes ${where}`);
@@ -263,9 +280,19 @@ const CALL_KEYS: KeysetKey[] = [
 ];
 
 export async function queryCalls(db: SqlScope, query: CallQueryReq, page: Page): Promise<CursorPage<CallDto>> {
+  return callsPage(db, { query, page });
+}
+
+/** The calls query narrowed to the calls of these queues' items (an annotator's, contract 5.11). */
+export async function queryCallsOfQueues(db: SqlScope, { query, page, queueIds }: { query: CallQueryReq; page: Page; queueIds: readonly string[] }): Promise<CursorPage<CallDto>> {
+  return callsPage(db, { query, page, onlyOfQueues: queueIds });
+}
+
+async function callsPage(db: SqlScope, { query, page, onlyOfQueues }: { query: CallQueryReq; page: Page; onlyOfQueues?: readonly string[] }): Promise<CursorPage<CallDto>> {
   const filter = query.filter ?? {};
   const fingerprint = queryFingerprint({ of: 'calls', project_id: query.project_id, filter }, page.seal);
   const where = [sql`project_id = ${query.project_id}`, ...callFilterConditions(db, filter)];
+  if (onlyOfQueues) where.push(itemOfQueues(onlyOfQueues));
   if (page.cursor !== undefined) where.push(keyset(CALL_KEYS, decodeCursor(db, { fingerprint, keys: CALL_KEYS }, page.cursor).values, 'after'));
   const read = await budgetedPage(
     {

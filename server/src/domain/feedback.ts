@@ -19,7 +19,7 @@ import {
 } from '../db/sql.ts';
 import { sql, Statement } from '../db/statement.ts';
 import { ensureProject } from './access.ts';
-import { conflict, DomainError, invalid, notFound } from './errors.ts';
+import { conflict, DomainError, forbidden, invalid, notFound } from './errors.ts';
 import { lockQueuesForWrite } from './annotation-queues.ts';
 import { checkFeedback, lookupsNeeded, noSuchQueue, type FeedbackLookups } from './feedback-rules.ts';
 import { contentHash, firstPositions, insertThenCompare, type StoredBatch } from './idempotency.ts';
@@ -310,13 +310,17 @@ export async function createFeedback(
   return result!;
 }
 
-/** `POST /feedback/replace`: removes one record and creates its replacement in one transaction. */
+/**
+ * `POST /feedback/replace`: removes one record and creates its replacement in one transaction.
+ * `ownOnly`: the caller may replace only their own records (an annotator, contract 5.11; 403).
+ */
 export async function replaceFeedback(
   em: Em,
-  { userId, element, feedbackId, maxPayloadBytes, events }: FeedbackWrite<{ element: FeedbackCreateReq; feedbackId: string }>,
+  { userId, element, feedbackId, maxPayloadBytes, events, ownOnly = false }: FeedbackWrite<{ element: FeedbackCreateReq; feedbackId: string; ownOnly?: boolean }>,
 ): Promise<FeedbackCreateRes> {
   const prepared = await prepare(em, [element], { maxPayloadBytes, where: single });
   return publishingTransaction(em, events, async (tx, record) => {
+    if (ownOnly) await requireOwnRecords(tx, { projectId: element.project_id, ids: [feedbackId.toLowerCase()], userId });
     const removed = await sqlRun(tx, sql`delete from feedback where project_id = ${element.project_id} and id = ${feedbackId.toLowerCase()}`);
     if (!removed) throw notFound(`Feedback "${feedbackId}" does not exist in project ${element.project_id}.`);
     const [result] = (await store(tx, prepared, { userId, now: new Date(), where: single, record })).results;
@@ -324,11 +328,22 @@ export async function replaceFeedback(
   });
 }
 
-export async function purgeFeedback(db: SqlScope, projectId: string, ids: readonly string[]): Promise<number> {
+/** 403 when any of these records is another user's (contract 5.11: an annotator changes only their own). */
+async function requireOwnRecords(tx: SqlScope, { projectId, ids, userId }: { projectId: string; ids: readonly string[]; userId: string }): Promise<void> {
+  for (let i = 0; i < ids.length; i += CHUNK) {
+    const [other] = await sqlRows<{ id: string }>(tx,
+      sql`select id from feedback where project_id = ${projectId} and id in (${sql.list(ids.slice(i, i + CHUNK))}) and svc_user_id <> ${userId} limit 1`);
+    if (other) throw forbidden(`Feedback "${other.id}" is another user's; an annotator changes only their own records.`);
+  }
+}
+
+/** `POST /feedback/purge`; `ownOnlyOf`: the caller may remove only their own records (an annotator, 5.11; 403). */
+export async function purgeFeedback(db: SqlScope, { projectId, ids, ownOnlyOf }: { projectId: string; ids: readonly string[]; ownOnlyOf?: string }): Promise<number> {
   // Ids are stored in lower case (they are UUIDs), so they are matched in lower case.
   const unique = [...new Set(ids.map((id) => id.toLowerCase()))];
   let deleted = 0;
   await sqlTransaction(db, async (tx) => {
+    if (ownOnlyOf !== undefined) await requireOwnRecords(tx, { projectId, ids: unique, userId: ownOnlyOf });
     for (let i = 0; i < unique.length; i += CHUNK) {
       const chunk = unique.slice(i, i + CHUNK);
       deleted += await sqlRun(tx, sql`delete from feedback where project_id = ${projectId} and id in (${sql.list(chunk)})`);

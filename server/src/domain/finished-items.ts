@@ -5,7 +5,7 @@ import { liveQueue } from './annotation-queues.ts';
 import { budgetedPage } from './answer-budget.ts';
 import { decodeCursor, encodeCursor, keyset, keysetOrder, queryFingerprint, type KeysetKey } from './cursor.ts';
 import { nextCursorOf, type Page } from './paging.ts';
-import { ITEM_COLUMNS, itemBytesWithin, toItemDto, type ItemRow } from './queue-items.ts';
+import { blindItem, ITEM_COLUMNS, itemBytesWithin, toItemDto, type ItemRow } from './queue-items.ts';
 
 // The caller's own finished items of a queue, the latest finished first: what an annotator walks
 // back through to change an answer, in any later session. "Finished" is the caller's own progress
@@ -22,9 +22,10 @@ const FROM = sql`annotation_item_progress p join annotation_queue_items i on i.i
 
 type FinishedRow = ItemRow & { my_state: FinishedItem['annotation_state']; finished_at: unknown };
 
+/** `blind`: an annotator (5.11), whose items show their own state (blindItem). */
 export async function finishedItems(
   db: SqlScope,
-  { userId, req, page }: { userId: string; req: AnnotationQueueFinishedReq; page: Page },
+  { userId, blind, req, page }: { userId: string; blind: boolean; req: AnnotationQueueFinishedReq; page: Page },
 ): Promise<{ finished: FinishedItem[]; next_cursor: string | null }> {
   await liveQueue(db, req.project_id, req.queue_id);
   const states = [...new Set(req.annotation_states ?? FINISHED_STATES)];
@@ -65,12 +66,15 @@ export async function finishedItems(
     },
   );
   return {
-    finished: read.rows.map((row) => ({ item: toItemDto(row), annotation_state: row.my_state, finished_at: isoFromSql(row.finished_at) })),
+    finished: read.rows.map((row) => {
+      const item = toItemDto(row);
+      return { item: blind ? blindItem(item, { userId, state: row.my_state }) : item, annotation_state: row.my_state, finished_at: isoFromSql(row.finished_at) };
+    }),
     next_cursor: nextCursorOf(read, (row) => encodeCursor({ fingerprint, keys: KEYS }, row)),
   };
 }
 
 /** An item's JSON beyond its stored text (field names, times, ids, states), with its state and finish time around it. */
-const FRAME_BYTES = 560;
+const FRAME_BYTES = 640;
 
 const finishedBytes = itemBytesWithin(FRAME_BYTES);

@@ -1,21 +1,26 @@
-import type { AnnotationQueueItem, AnnotationQueueItemsAddReq, AnnotationQueueItemsQueryReq, ItemSort } from '@loupe/shared';
+import type { AnnotationQueueItem, AnnotationQueueItemsAddReq, AnnotationQueueItemsAssignReq, AnnotationQueueItemsQueryReq, AnnotationState, ItemSort } from '@loupe/shared';
 import { inList, isoFromSql, isoOrNullFromSql, jsonFromSql, lockClause, perDialect, sqlDate, sqlRows, sqlRun, storedBytes, type SqlScope } from '../db/sql.ts';
 import { sql, type Statement } from '../db/statement.ts';
 import { publishingTransaction, queueEvent, type QueueEventPublisher } from './queue-events.ts';
 import { ensureProject } from './access.ts';
-import { liveQueue, lockQueuesForWrite, queueWriteLockTerm } from './annotation-queues.ts';
-import { notFound, tooLarge } from './errors.ts';
+import { liveQueue, lockQueuesForWrite, queueWriteLockTerm, requireWorkers } from './annotation-queues.ts';
+import { invalid, notFound, tooLarge } from './errors.ts';
 import { decodeCursor, encodeCursor, keyset, keysetOrder, queryFingerprint, type DecodedCursor, type KeysetKey } from './cursor.ts';
 import { nextCursorOf, type Page } from './paging.ts';
 import { budgetedPage } from './answer-budget.ts';
 import { newId } from './ids.ts';
+import { coveragePoint } from './coverage.ts';
 
 const CHUNK = 500;
 
-/** The columns every item read selects: an ItemRow. */
+/**
+ * The columns every item read selects: an ItemRow. The quota is read from the item's queue (a seek
+ * on its primary key), so that every read of an item, whatever it joins, answers it alike.
+ */
 export const ITEM_COLUMNS = sql`i.id, i.project_id, i.queue_id, i.call_id, i.call_started_at, i.call_ended_at, i.call_op_name,
   i.call_trace_id, i.display_fields, i.state, i.state_annotator_user_id, i.added_by, i.created_at, i.created_by,
-  i.updated_at, i.deleted_at`;
+  i.updated_at, i.deleted_at, i.assigned_user_id,
+  (select case when i.coverage_point < rq.overlap_coverage then rq.annotations_per_item else 1 end from annotation_queues rq where rq.id = i.queue_id) as annotations_required`;
 
 /** An item as ITEM_COLUMNS read it: times and the JSON of display_fields as the driver gives them (see sql.ts). */
 export type ItemRow = {
@@ -35,6 +40,8 @@ export type ItemRow = {
   created_by: string;
   updated_at: unknown;
   deleted_at: unknown;
+  assigned_user_id: string | null;
+  annotations_required: number | string;
 };
 
 export function toItemDto(row: ItemRow, position: number | null = null): AnnotationQueueItem {
@@ -56,7 +63,29 @@ export function toItemDto(row: ItemRow, position: number | null = null): Annotat
     updated_at: isoFromSql(row.updated_at),
     deleted_at: isoOrNullFromSql(row.deleted_at),
     position_in_queue: position,
+    assigned_user_id: row.assigned_user_id ?? null,
+    annotations_required: Number(row.annotations_required),
   };
+}
+
+/**
+ * An item as an annotator sees it (contract 5.11, blind by construction): its state is their own
+ * (unstarted when they have no record) and the annotator it names is they or nobody, never another
+ * annotator whose record happens to be the latest.
+ */
+export function blindItem(item: AnnotationQueueItem, viewer: { userId: string; state: AnnotationState | null }): AnnotationQueueItem {
+  return { ...item, annotation_state: viewer.state ?? 'unstarted', annotator_user_id: viewer.state ? viewer.userId : null };
+}
+
+/** The viewer's own states of these items (blindItem). */
+export async function ownStates(db: SqlScope, { userId, itemIds }: { userId: string; itemIds: readonly string[] }): Promise<Map<string, AnnotationState>> {
+  const states = new Map<string, AnnotationState>();
+  for (let start = 0; start < itemIds.length; start += CHUNK) {
+    const rows = await sqlRows<{ item_id: string; state: AnnotationState }>(db,
+      sql`select item_id, state from annotation_item_progress where annotator_user_id = ${userId} and item_id in (${sql.list(itemIds.slice(start, start + CHUNK))})`);
+    for (const row of rows) states.set(row.item_id, row.state);
+  }
+  return states;
 }
 
 const itemNotFound = (projectId: string, queueId: string, itemId: string) =>
@@ -138,11 +167,12 @@ export async function addItems(
       const ids = present.slice(i, i + CHUNK);
       const rows = ids.map((id) => {
         const call = calls.get(id)!;
-        return sql`(${sql.list([newId(), req.project_id, req.queue_id, id, call.started_at, call.ended_at ?? null, call.op_name, call.trace_id, displayFields, userId, now, userId, now])})`;
+        const itemId = newId();
+        return sql`(${sql.list([itemId, req.project_id, req.queue_id, id, call.started_at, call.ended_at ?? null, call.op_name, call.trace_id, displayFields, userId, now, userId, now, coveragePoint(itemId)])})`;
       });
       const inserted = await sqlRows<{ call_id: string }>(tx,
         sql`insert into annotation_queue_items (id, project_id, queue_id, call_id, call_started_at, call_ended_at, call_op_name,
-           call_trace_id, display_fields, added_by, created_at, created_by, updated_at)
+           call_trace_id, display_fields, added_by, created_at, created_by, updated_at, coverage_point)
          values ${sql.join(rows, ', ')}
          on conflict (queue_id, call_id) where deleted_at is null do nothing
          returning call_id`,
@@ -174,10 +204,13 @@ function sortKeys(sort: readonly ItemSort[] | undefined): KeysetKey[] {
   return [...keys, { column: 'i.id', field: 'id', type: 'text', direction: 'asc' }];
 }
 
+/**
+ * A page of a queue's items. For an annotator (`blindTo`, contract 5.11) every item shows their own
+ * state (blindItem), and the state filter is of their own states.
+ */
 export async function queryItems(
   db: SqlScope,
-  req: AnnotationQueueItemsQueryReq,
-  page: Page,
+  { req, page, blindTo }: { req: AnnotationQueueItemsQueryReq; page: Page; blindTo?: string },
 ): Promise<{ items: AnnotationQueueItem[]; next_cursor: string | null }> {
   await liveQueue(db, req.project_id, req.queue_id);
   const filter = req.filter ?? {};
@@ -187,11 +220,18 @@ export async function queryItems(
     ...inList('i.call_op_name', filter.call_op_names),
     ...inList('i.call_trace_id', filter.call_trace_ids),
     ...inList('i.added_by', filter.added_by),
-    ...inList('i.state', filter.annotation_states),
   ];
+  if (filter.annotation_states !== undefined) {
+    const states = filter.annotation_states;
+    if (!states.length) where.push(sql`1 = 0`);
+    else if (blindTo === undefined) where.push(sql`i.state in (${sql.list(states)})`);
+    else {
+      where.push(sql`coalesce((select p.state from annotation_item_progress p where p.item_id = i.id and p.annotator_user_id = ${blindTo}), 'unstarted') in (${sql.list(states)})`);
+    }
+  }
   const filtered = where.length > 1;
   const keys = sortKeys(req.sort_by);
-  const fingerprint = queryFingerprint({ of: 'items', project_id: req.project_id, queue_id: req.queue_id, filter, keys }, page.seal);
+  const fingerprint = queryFingerprint({ of: 'items', project_id: req.project_id, queue_id: req.queue_id, filter, keys, blind: blindTo ?? null }, page.seal);
   const cursor = page.cursor === undefined ? undefined : decodeCursor(db, { fingerprint, keys }, page.cursor);
   if (cursor) where.push(keyset(keys, cursor.values, 'after'));
   const read = await budgetedPage(
@@ -227,14 +267,18 @@ export async function queryItems(
     // A cursor without a position (its page was filtered and not ranked) ranks from the queue's start.
     positions = await positionsOf(db, rows, { queueId: req.queue_id, keys, cursor: cursor && cursor.position !== null ? cursor : undefined });
   }
+  const own = blindTo === undefined ? undefined : await ownStates(db, { userId: blindTo, itemIds: rows.map((row) => row.id) });
   return {
-    items: rows.map((row, index) => toItemDto(row, req.include_position ? (positions?.[index] ?? null) : null)),
+    items: rows.map((row, index) => {
+      const item = toItemDto(row, req.include_position ? (positions?.[index] ?? null) : null);
+      return own ? blindItem(item, { userId: blindTo!, state: own.get(row.id) ?? null }) : item;
+    }),
     next_cursor: nextCursorOf(read, (row) => encodeCursor({ fingerprint, keys }, row, positions?.at(-1) ?? null)),
   };
 }
 
-/** Field names, punctuation, five timestamps, user ids, state and position of an item's JSON. */
-const ITEM_FRAME_BYTES = 480;
+/** Field names, punctuation, five timestamps, user ids, state, position and quota of an item's JSON. */
+const ITEM_FRAME_BYTES = 560;
 
 /**
  * The bytes of an item's JSON in an answer, as stored (items `i`): its display fields and text
@@ -291,4 +335,47 @@ export async function deleteItem(
     record(queueEvent('items_deleted', { projectId, queueId, itemId }));
     return toItemDto({ ...row, deleted_at: now, updated_at: now });
   });
+}
+
+export type AssignResult = { assigned_count: number; missing_item_ids: string[] };
+
+/**
+ * `POST /annotation_queues/{queue_id}/items/assign` (contract 5.11): the named live items of the
+ * queue are claimed by `user_id` alone from now on (null: by anyone again). The user must be able
+ * to work the queue: an admin, member or annotator of its entity, and an assignee when the queue
+ * is assigned (400 otherwise). A lease someone else holds on an item runs on; the item is not handed
+ * out again to anyone else.
+ */
+export async function assignItems(
+  db: SqlScope,
+  { req, maxItemIds, events }: { req: AnnotationQueueItemsAssignReq; maxItemIds: number; events: QueueEventPublisher },
+): Promise<AssignResult> {
+  if (req.item_ids.length > maxItemIds) {
+    throw tooLarge(`item_ids holds ${req.item_ids.length} ids; at most ${maxItemIds} are accepted in one request. Split it.`);
+  }
+  const userId = req.user_id;
+  if (userId !== null) await requireWorkers(db, { projectId: req.project_id, userIds: [userId], field: () => 'user_id' });
+  const ids = [...new Set(req.item_ids)];
+  const found = new Set<string>();
+  await publishingTransaction(db, events, async (tx, record) => {
+    await lockQueuesForWrite(tx, [req.queue_id]);
+    const queue = await liveQueue(tx, req.project_id, req.queue_id);
+    if (userId !== null && queue.access === 'assigned') {
+      const [assignee] = await sqlRows<{ user_id: string }>(tx,
+        sql`select user_id from annotation_queue_assignees where queue_id = ${req.queue_id} and user_id = ${userId}`);
+      if (!assignee) throw invalid(`user_id: user "${userId}" is not an assignee of annotation queue "${req.queue_id}", which is assigned.`);
+    }
+    for (let start = 0; start < ids.length; start += CHUNK) {
+      const chunk = ids.slice(start, start + CHUNK);
+      const rows = await sqlRows<{ id: string }>(tx,
+        sql`select id from annotation_queue_items where queue_id = ${req.queue_id} and deleted_at is null and id in (${sql.list(chunk)})`);
+      if (!rows.length) continue;
+      for (const row of rows) found.add(row.id);
+      // The item's own updated_at stays: an assignment, like progress, is not a change of the item's content.
+      await sqlRun(tx, sql`update annotation_queue_items set assigned_user_id = ${userId}
+        where queue_id = ${req.queue_id} and deleted_at is null and id in (${sql.list(rows.map((row) => row.id))})`);
+    }
+    if (found.size) record(queueEvent('queue_updated', { projectId: req.project_id, queueId: req.queue_id }));
+  });
+  return { assigned_count: found.size, missing_item_ids: ids.filter((id) => !found.has(id)) };
 }

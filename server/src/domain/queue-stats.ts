@@ -1,60 +1,61 @@
 import type { AnnotationQueueStats } from '@loupe/shared';
 import { sqlRows, type SqlScope } from '../db/sql.ts';
 import { sql } from '../db/statement.ts';
-import { liveQueues } from './annotation-queues.ts';
+import { assigneesOf, liveQueues } from './annotation-queues.ts';
+import { itemTallies, workerTallies, workOf } from './queue-work.ts';
 
 type Count = number | string;
 
+const byUserId = <T>(key: (entry: T) => string) => (a: T, b: T) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0);
+
 /**
  * Per queue: live items, items finished (completed or skipped) by at least one annotator, items by
- * their shown state, each annotator's progress records by state, and items done (finished by as
- * many annotators as the queue asks for).
+ * their shown state, each annotator's progress records by state, items done (finished by as many
+ * annotators as the item's quota asks for), and each assignee's share (5.11). Only the work that
+ * counts in a queue is counted (in an assigned queue, the assignees'; queue-work.ts).
+ *
+ * `blindTo`, an annotator (5.11): the counts of items stay, but of the per-person lists only their
+ * own entries are given, so that no other annotator's work can be told apart.
  */
-export async function queueStats(db: SqlScope, projectId: string, queueIds: readonly string[]): Promise<AnnotationQueueStats[]> {
+export async function queueStats(
+  db: SqlScope,
+  { projectId, queueIds, blindTo }: { projectId: string; queueIds: readonly string[]; blindTo?: string },
+): Promise<AnnotationQueueStats[]> {
   const ids = [...new Set(queueIds)];
   await liveQueues(db, projectId, ids);
-  const inQueues = sql`in (${sql.list(ids)})`;
+  const now = new Date();
 
   const byState = await sqlRows<{ queue_id: string; state: string; n: Count }>(db,
     sql`select queue_id, state, count(*) as n from annotation_queue_items
-      where queue_id ${inQueues} and deleted_at is null group by queue_id, state`,
+      where queue_id in (${sql.list(ids)}) and deleted_at is null group by queue_id, state`,
   );
-  // Per queue, the live items with at least one finishing annotator, and those with as many as
-  // the queue asks for.
-  const finished = await sqlRows<{ queue_id: string; finished: Count; done: Count }>(db,
-    sql`select i.queue_id, count(*) as finished, sum(case when f.n >= q.annotations_per_item then 1 else 0 end) as done
-       from annotation_queue_items i
-       join annotation_queues q on q.id = i.queue_id
-       join (select item_id, count(*) as n from annotation_item_progress
-              where queue_id ${inQueues} and state in ('completed', 'skipped') group by item_id) f on f.item_id = i.id
-      where i.queue_id ${inQueues} and i.deleted_at is null
-      group by i.queue_id`,
-  );
-  const byAnnotator = await sqlRows<{ queue_id: string; annotator_user_id: string; state: string; n: Count }>(db,
-    sql`select p.queue_id, p.annotator_user_id, p.state, count(*) as n from annotation_item_progress p
-       join annotation_queue_items i on i.id = p.item_id
-      where p.queue_id ${inQueues} and i.deleted_at is null
-      group by p.queue_id, p.annotator_user_id, p.state`,
-  );
+  const items = await itemTallies(db, ids);
+  const workers = await workerTallies(db, { queueIds: ids, now });
+  const assignees = await assigneesOf(db, ids);
 
   return ids.map((queueId) => {
     const states = { unstarted: 0, in_progress: 0, completed: 0, skipped: 0 };
     for (const row of byState) if (row.queue_id === queueId) states[row.state as keyof typeof states] = Number(row.n);
-    const annotators = new Map<string, { annotator_user_id: string; in_progress: number; completed: number; skipped: number }>();
-    for (const row of byAnnotator) {
-      if (row.queue_id !== queueId) continue;
-      const entry = annotators.get(row.annotator_user_id) ?? { annotator_user_id: row.annotator_user_id, in_progress: 0, completed: 0, skipped: 0 };
-      entry[row.state as 'in_progress' | 'completed' | 'skipped'] = Number(row.n);
-      annotators.set(row.annotator_user_id, entry);
-    }
-    const counts = finished.find((row) => row.queue_id === queueId);
+    const tally = items.get(queueId)!;
+    const byWorker = workers.get(queueId)!;
+    const shown = (userId: string) => blindTo === undefined || userId === blindTo;
+    const byAnnotator = [...byWorker.entries()]
+      .filter(([userId]) => shown(userId))
+      .map(([userId, work]) => ({ annotator_user_id: userId, in_progress: work.inProgress, completed: work.completed, skipped: work.skipped }))
+      .sort(byUserId((entry) => entry.annotator_user_id));
+    const people = new Set([...(assignees.get(queueId) ?? []), ...tally.assigned.keys()]);
+    const byAssignee = [...people]
+      .filter(shown)
+      .map((userId) => ({ user_id: userId, ...workOf(tally, byWorker.get(userId), userId) }))
+      .sort(byUserId((entry) => entry.user_id));
     return {
       queue_id: queueId,
       total_items: Object.values(states).reduce((a, b) => a + b, 0),
-      completed_items: Number(counts?.finished ?? 0),
+      completed_items: tally.finishedItems,
       by_state: states,
-      by_annotator: [...annotators.values()].sort((a, b) => a.annotator_user_id.localeCompare(b.annotator_user_id)),
-      done_items: Number(counts?.done ?? 0),
+      by_annotator: byAnnotator,
+      done_items: tally.doneItems,
+      by_assignee: byAssignee,
     };
   });
 }

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { SqlScope } from '../db/sql.ts';
+import type { Access } from '../domain/access.ts';
 import { liveQueue } from '../domain/annotation-queues.ts';
 import { QueueEventStream } from './event-stream.ts';
 import type { QueueEventBus } from './queue-event-bus.ts';
@@ -11,6 +12,8 @@ export type StreamRequest = { project_id: string; queue_id?: string };
 /** A stream to open: for whose key (a caller who may read the project), of what, on which bus, with which limits. */
 export type StreamOpening = {
   keyId: string;
+  /** What the stream's procedure allows: checked again periodically (stream-access-check.ts). */
+  access: Access;
   req: StreamRequest;
   bus: QueueEventBus;
   slots: StreamSlots;
@@ -29,10 +32,10 @@ export type StreamOpening = {
  */
 export async function openEventStream(
   db: SqlScope,
-  { keyId, req, bus, slots, signal, readyWaitMs, maxLifeMs }: StreamOpening,
+  { keyId, access, req, bus, slots, signal, readyWaitMs, maxLifeMs }: StreamOpening,
 ): Promise<QueueEventStream> {
   if (req.queue_id !== undefined) await liveQueue(db, req.project_id, req.queue_id);
-  const giveBack = slots.take(keyId, { keyId, projectId: req.project_id, fail: (error) => stream.fail(error) });
+  const giveBack = slots.take(keyId, { keyId, projectId: req.project_id, access, fail: (error) => stream.fail(error) });
   let unsubscribe = () => {};
   const onAbort = () => stream.end();
   // A stream outlives the check of its credentials: it is renewed (the client reconnects and is

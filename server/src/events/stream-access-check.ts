@@ -55,7 +55,7 @@ export async function checkStreamAccess(db: SqlScope, slots: StreamSlots): Promi
     const byEntity = roles.get(stream.keyId);
     try {
       if (!byEntity) throw new DomainError('unauthenticated', 'The API key of this event stream was revoked.');
-      requireProjectAccess({ id: '', username: '', keyId: stream.keyId, roles: byEntity }, stream.projectId, 'read');
+      requireProjectAccess({ id: '', username: '', keyId: stream.keyId, roles: byEntity }, stream.projectId, stream.access);
     } catch (error) {
       stream.fail(error as DomainError);
       ended++;

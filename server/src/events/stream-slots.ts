@@ -1,9 +1,10 @@
+import type { Access } from '../domain/access.ts';
 import { DomainError } from '../domain/errors.ts';
 
 export type StreamLimits = { perKey: number; perProcess: number };
 
 /** An open stream, as the periodic access check sees it (events/stream-access-check.ts). */
-export type OpenStream = { keyId: string; projectId: string; fail(error: DomainError): void };
+export type OpenStream = { keyId: string; projectId: string; access: Access; fail(error: DomainError): void };
 
 /** How long a refused client is told to wait before it tries again. */
 const RETRY_AFTER_SECONDS = 5;

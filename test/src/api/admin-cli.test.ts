@@ -109,6 +109,24 @@ describeEachBackend('admin command-line tool', (backend) => {
     ]);
   });
 
+  it('users create --role annotator and members add --role annotator make annotators, whom the server serves as such', async () => {
+    const annotator = jsonLine(await admin('users', 'create', 'ann', '--entity', 'acme', '--role', 'annotator', '--json'));
+    const me = await rest(server!, 'GET', '/me', { key: annotator.api_key });
+    expect(me.body.memberships).toEqual([{ entity: 'acme', role: 'annotator' }]);
+    // An annotator works queues and writes nothing else (contract 5.11).
+    const queue = await rest(server!, 'POST', '/annotation_queues', { key: annotator.api_key, body: { project_id: 'acme/p', name: 'q' } });
+    expect(queue.status).toBe(403);
+    expect(queue.body.reason).toBe('Your role in entity "acme" is annotator, which works the annotation queues open to it and nothing else.');
+
+    const changed = await admin('members', 'add', 'alice', 'other', '--role', 'annotator', '--json');
+    expect(jsonLine(changed)).toEqual({ user_id: alice.user_id, username: 'alice', entity: 'other', role: 'annotator' });
+    const again = await rest(server!, 'GET', '/me', { key: secondKey.api_key });
+    expect(again.body.memberships).toEqual([
+      { entity: 'acme', role: 'member' },
+      { entity: 'other', role: 'annotator' },
+    ]);
+  });
+
   it('demo loads a data set every page means something on, and a second run stores nothing new', async () => {
     const demo = jsonLine(await admin('demo', '--json'));
     const body = (path: string, json: unknown) => rest(server!, 'POST', path, { key: demo.api_key, body: json }).then((reply) => {
@@ -158,7 +176,7 @@ describeEachBackend('admin command-line tool', (backend) => {
     const owner = await admin('users', 'create', 'bob', '--entity', 'acme', '--role', 'owner', '--json');
     expect(owner.code).toBe(2);
     expect(owner.stdout).toBe('');
-    expect(owner.stderr).toMatch(/--role must be one of admin, member, viewer/);
+    expect(owner.stderr).toMatch(/--role must be one of admin, member, annotator, viewer/);
     expect(owner.stderr).toContain('usage:');
     // Nothing was created.
     const bob = await admin('keys', 'list', 'bob', '--json');

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeEachBackend } from '../harness/backends.ts';
 import { batchCreate, callRefOf, createSpec } from '../harness/feedback.ts';
 import { client, createUser, rest, type CreatedKeyForTest } from '../harness/http.ts';
-import { addItems, createCalls, createQueue } from '../harness/queues.ts';
+import { addItems, createCalls, createQueue, queryItems } from '../harness/queues.ts';
 import { startTestServer, type TestServer } from '../harness/server.ts';
 
 // Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability", section C: four observers
@@ -109,6 +109,50 @@ describeEachBackend('agreement of a queue', (backend) => {
     expect(text.disagreements.map((d: { call_id: string }) => d.call_id)).toEqual(['text-2']);
     const asked = await rest(server, 'POST', `/annotation_queues/${textQueue}/agreement`, { key: viewer.api_key, body: { project_id: projectId, levels: { [comment.ref]: 'nominal' } } });
     expect(asked.body.agreement[0]).toMatchObject({ level: 'nominal', reason: null, observed_agreement: 0.5 });
+  });
+
+  it("on a queue with overlap, compares the covered items only, and in an assigned queue the assignees' values only (5.11): the published alphas again", async () => {
+    const callIds = await createCalls(server, owner.api_key, projectId, Array.from({ length: 80 }, (_, n) => ({ id: `overlap-${n}` })));
+    const scorers = [specs.nominal!.ref, specs.ordinal!.ref, specs.interval!.ref];
+    const queue = await createQueue(server, owner.api_key, projectId, { scorer_refs: scorers, annotations_per_item: 4, overlap_coverage: 0.4 });
+    await addItems(server, owner.api_key, projectId, queue, callIds);
+    const items = await queryItems(server, owner.api_key, projectId, queue, { limit: 80 });
+    const covered = items.filter((item) => item.annotations_required === 4).map((item) => item.call_id);
+    const single = items.filter((item) => item.annotations_required === 1).map((item) => item.call_id);
+    // 80 items at coverage 0.4: 32 covered expected, fewer than 12 about once in 300,000 runs.
+    expect(covered.length).toBeGreaterThanOrEqual(12);
+    expect(single.length).toBeGreaterThanOrEqual(2);
+    const value = (spec: { ref: string; name: string }, callId: string, v: number) => ({
+      project_id: projectId, svc_ref: callRefOf(projectId, callId), feedback_type: `svc.annotation.${spec.name}`, annotation_ref: spec.ref, queue_id: queue, payload: { value: v },
+    });
+    const everySpec = (callId: string, v: number) => Object.values(specs).map((spec) => value(spec, callId, v));
+
+    // While the queue is open, someone who will not be an assignee rates the covered items far off.
+    const passerby = await createUser(server, { entity: 'acme', role: 'member' });
+    expect((await batchCreate(server, passerby.api_key, covered.slice(0, 12).flatMap((callId) => everySpec(callId, 5)))).status).toBe(200);
+    const put = await rest(server, 'PUT', `/annotation_queues/${queue}`, {
+      key: owner.api_key,
+      body: { project_id: projectId, access: 'assigned', assignees: annotators.map((a) => a.user_id) },
+    });
+    expect(put.status, put.text).toBe(200);
+    // The assignees: Krippendorff's data on the first twelve covered items, and disagreement on items needing one annotator.
+    for (const [observer, ratings] of RELIABILITY_DATA.entries()) {
+      const batch = ratings.flatMap((v, unit) => (v === null ? [] : everySpec(covered[unit]!, v)));
+      if (observer < 2) batch.push(...single.slice(0, 2).flatMap((callId) => everySpec(callId, observer === 0 ? 1 : 5)));
+      const reply = await batchCreate(server, annotators[observer]!.api_key, batch);
+      expect(reply.status, reply.text).toBe(200);
+    }
+
+    const reply = await rest(server, 'POST', `/annotation_queues/${queue}/agreement`, { key: viewer.api_key, body: { project_id: projectId } });
+    expect(reply.status, reply.text).toBe(200);
+    const [nominal, ordinal, interval] = reply.body.agreement;
+    expect(nominal.alpha).toBeCloseTo(0.743, 3);
+    expect(ordinal.alpha).toBeCloseTo(0.815, 3);
+    expect(interval.alpha).toBeCloseTo(0.849, 3);
+    for (const result of [nominal, ordinal, interval]) {
+      expect(result).toMatchObject({ items_rated: 12, items_pairable: 11, values: 40, reason: null });
+      expect(result.annotators).toEqual(annotators.map((a) => a.user_id).sort());
+    }
   });
 
   it('refuses a scorer ref the queue does not have (400) and a queue that does not exist (404)', async () => {

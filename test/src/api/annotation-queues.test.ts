@@ -79,6 +79,9 @@ describeEachBackend('annotation queues', (backend) => {
           scorer_refs: [],
           annotations_per_item: 1,
           lease_seconds: 900,
+          access: 'open',
+          assignees: [],
+          overlap_coverage: 1,
           created_at: expect.stringMatching(TIMESTAMP),
           created_by: member.user_id,
           updated_at: read.body.queue.created_at,
@@ -318,6 +321,8 @@ describeEachBackend('annotation queues', (backend) => {
         updated_at: first1.created_at,
         deleted_at: null,
         position_in_queue: null,
+        assigned_user_id: null,
+        annotations_required: 1,
       });
       expect(items.find((i) => i.call_id === c3)).toMatchObject({ added_by: other.user_id, display_fields: [], call_ended_at: null });
 
@@ -605,6 +610,7 @@ describeEachBackend('annotation queues', (backend) => {
           { annotator_user_id: other.user_id, in_progress: 1, completed: 1, skipped: 0 },
           { annotator_user_id: third.user_id, in_progress: 0, completed: 1, skipped: 1 },
         ]),
+        by_assignee: [], // an open queue, no item assigned
       });
       expect(empty).toEqual({
         queue_id: emptyQueue,
@@ -613,6 +619,7 @@ describeEachBackend('annotation queues', (backend) => {
         done_items: 0,
         by_state: { unstarted: 0, in_progress: 0, completed: 0, skipped: 0 },
         by_annotator: [],
+        by_assignee: [],
       });
       const unknown = await rest(server, 'POST', '/annotation_queues/stats', { key: member.api_key, body: { project_id: projectId, queue_ids: [queueId, 'nope'] } });
       expect(unknown.status).toBe(404);

@@ -96,8 +96,8 @@ describe.skip(`${NAME} [sqlite — SKIPPED: claims run one at a time under SQLit
       const id = randomUUID();
       await db.query(
         `insert into annotation_queue_items (id, project_id, queue_id, call_id, call_started_at, call_op_name, call_trace_id, display_fields,
-           added_by, created_at, created_by, updated_at)
-         values ($1, $2, $3, $4, $5, 'chat', 't', '[]', $6, $5, $6, $5)`,
+           added_by, created_at, created_by, updated_at, coverage_point)
+         values ($1, $2, $3, $4, $5, 'chat', 't', '[]', $6, $5, $6, $5, 0.5)`,
         [id, projectId, queueId, `call-${id}`, new Date(createdAt), annotator.user_id],
       );
       return id;

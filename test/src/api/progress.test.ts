@@ -27,6 +27,8 @@ const ITEM_FIELDS = [
   'updated_at',
   'deleted_at',
   'position_in_queue',
+  'assigned_user_id',
+  'annotations_required',
 ].sort();
 
 /** Contract 4.1, one row per (this annotator's current state, requested state). */

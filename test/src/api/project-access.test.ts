@@ -52,6 +52,7 @@ describeEachBackend('project access on every operation', (backend) => {
       { method: 'POST', path: '/annotation_queues', body: { project_id: PROJECT, name: 'another' }, access: 'write' },
       { method: 'POST', path: '/annotation_queues/query', body: { project_id: PROJECT }, access: 'read' },
       { method: 'POST', path: '/annotation_queues/stats', body: { project_id: PROJECT, queue_ids: [queue] }, access: 'read' },
+      { method: 'POST', path: '/annotation_queues/mine', body: { project_id: PROJECT }, access: 'read' },
       { method: 'GET', path: `/annotation_queues/${queue}?${q}`, access: 'read' },
       { method: 'PUT', path: `/annotation_queues/${queue}`, body: { project_id: PROJECT, name: 'renamed' }, access: 'write' },
       { method: 'DELETE', path: `/annotation_queues/${queue}?${q}`, access: 'write' },
@@ -59,6 +60,7 @@ describeEachBackend('project access on every operation', (backend) => {
       { method: 'POST', path: `/annotation_queues/${queue}/items`, body: { project_id: PROJECT, call_ids: [callId] }, access: 'write' },
       { method: 'POST', path: `/annotation_queues/${queue}/items/query`, body: { project_id: PROJECT }, access: 'read' },
       { method: 'POST', path: `/annotation_queues/${queue}/items/claim`, body: { project_id: PROJECT }, access: 'write' },
+      { method: 'POST', path: `/annotation_queues/${queue}/items/assign`, body: { project_id: PROJECT, item_ids: [item], user_id: owner.user_id }, access: 'write' },
       { method: 'POST', path: `/annotation_queues/${queue}/items/annotations`, body: { project_id: PROJECT, item_ids: [item] }, access: 'read' },
       { method: 'POST', path: `/annotation_queues/${queue}/items/finished`, body: { project_id: PROJECT }, access: 'read' },
       { method: 'POST', path: `/annotation_queues/${queue}/items/${item}/progress`, body: { project_id: PROJECT, annotation_state: 'completed' }, access: 'write' },
@@ -129,6 +131,7 @@ describeEachBackend('project access on every operation', (backend) => {
     expect((await as('/feedback/query', { project_id: PROJECT })).body.result).toHaveLength(1);
     const items = (await as(`/annotation_queues/${queues[0].id}/items/query`, { project_id: PROJECT })).body.items;
     expect(items.map((item: { annotation_state: string }) => item.annotation_state)).toEqual(['unstarted']);
+    expect(items.map((item: { assigned_user_id: string | null }) => item.assigned_user_id)).toEqual([null]);
   }
 });
 
@@ -147,8 +150,8 @@ function template(path: string): string {
   const [bare] = path.split('?');
   const parts = bare!.split('/');
   const names: Record<number, string> = {};
-  if (parts[1] === 'annotation_queues' && parts.length > 2 && !['query', 'stats'].includes(parts[2]!)) names[2] = '{queue_id}';
-  if (parts[1] === 'annotation_queues' && parts[3] === 'items' && parts.length > 4 && !['query', 'claim', 'annotations', 'finished'].includes(parts[4]!)) names[4] = '{item_id}';
+  if (parts[1] === 'annotation_queues' && parts.length > 2 && !['query', 'stats', 'mine'].includes(parts[2]!)) names[2] = '{queue_id}';
+  if (parts[1] === 'annotation_queues' && parts[3] === 'items' && parts.length > 4 && !['query', 'claim', 'annotations', 'finished', 'assign'].includes(parts[4]!)) names[4] = '{item_id}';
   if (parts[1] === 'annotation_queues' && parts[3] === 'rules' && parts.length > 4 && !['query', 'preview'].includes(parts[4]!)) names[4] = '{rule_id}';
   if (parts[1] === 'calls' && parts.length === 3 && parts[2] !== 'query') names[2] = '{call_id}';
   return parts.map((part, index) => names[index] ?? part).join('/');

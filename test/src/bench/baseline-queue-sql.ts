@@ -6,7 +6,8 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 
 export const ITEM_COLUMNS = `i.id, i.project_id, i.queue_id, i.call_id, i.call_started_at, i.call_ended_at, i.call_op_name,
   i.call_trace_id, i.display_fields, i.state, i.state_annotator_user_id, i.added_by, i.created_at, i.created_by,
-  i.updated_at, i.deleted_at`;
+  i.updated_at, i.deleted_at, i.assigned_user_id,
+  (select case when i.coverage_point < rq.overlap_coverage then rq.annotations_per_item else 1 end from annotation_queues rq where rq.id = i.queue_id) as annotations_required`;
 
 export const SQL = {
   auth: `select u.id as user_id, u.username, k.key_hash, m.entity, m.role
@@ -125,6 +126,8 @@ export function itemJson(row: Record<string, unknown>, overrides: { state?: stri
     updated_at: iso(row.updated_at),
     deleted_at: isoOrNull(row.deleted_at),
     position_in_queue: null,
+    assigned_user_id: row.assigned_user_id ?? null,
+    annotations_required: Number(row.annotations_required),
   };
 }
 

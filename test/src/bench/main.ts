@@ -8,6 +8,7 @@ import { otlpIngestBenchmark } from './otlp-ingest.ts';
 import { modelListBenchmark } from './model-list.ts';
 import { progressBenchmark } from './progress-writes.ts';
 import { claimBenchmark } from './claim-writes.ts';
+import { assignedClaimBenchmark } from './claim-assigned-writes.ts';
 import { itemsQueryBenchmark } from './items-query.ts';
 import { agreementBenchmark } from './agreement.ts';
 import { webBenchmark } from './web.ts';
@@ -22,6 +23,7 @@ const BENCHMARKS: Record<string, (settings: Settings, workDir: string) => Promis
   'model-list': modelListBenchmark,
   progress: progressBenchmark,
   claim: claimBenchmark,
+  'claim-assigned': assignedClaimBenchmark,
   'items-query': itemsQueryBenchmark,
   'feedback-ingest': feedbackIngestBenchmark,
   'otlp-ingest': otlpIngestBenchmark,

@@ -39,6 +39,8 @@ export type WriteWorkload = {
 
 export type WriteBench = {
   name: string;
+  /** The least req/s ratio Loupe/baseline per database, when not write-section.ts's WRITE_TARGET_RATIO. */
+  targets?: Record<Backend, number>;
   /** Requests per second assumed for the warm-up run, before any rate was measured. */
   initialRate: number;
   setUp(env: WriteEnv): Promise<WriteWorkload>;

@@ -20,12 +20,13 @@ export async function writeSection(bench: WriteBench, description: string, setti
     console.log(`${bench.name}: ${notice}`);
     details.postgresql = notice;
   }
+  const targets = bench.targets ?? WRITE_TARGET_RATIO;
   const section: Section = {
     name: bench.name,
     description,
     target: {
-      metric: `requests/s ratio Loupe/baseline at concurrency ${settings.connections} (PostgreSQL ≥ ${WRITE_TARGET_RATIO.postgresql}; SQLite)`,
-      min: WRITE_TARGET_RATIO.sqlite,
+      metric: `requests/s ratio Loupe/baseline at concurrency ${settings.connections} (PostgreSQL ≥ ${targets.postgresql}; SQLite)`,
+      min: targets.sqlite,
     },
     comparisons: [],
     details,
@@ -34,7 +35,7 @@ export async function writeSection(bench: WriteBench, description: string, setti
   };
   for (const backend of backends) {
     const result = await runWriteComparison(bench, backend, settings, workDir);
-    section.comparisons.push({ ...result.comparison, target: WRITE_TARGET_RATIO[backend] });
+    section.comparisons.push({ ...result.comparison, target: targets[backend] });
     section.problems.push(...result.problems);
     details[backend] = result.details;
   }

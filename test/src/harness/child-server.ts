@@ -148,7 +148,7 @@ let counter = 0;
 /** A user with one key, made by the admin tool in its own process, as an operator would. */
 export async function createUserViaCli(
   databaseUrl: string,
-  options: { entity?: string; role?: 'admin' | 'member' | 'viewer'; username?: string } = {},
+  options: { entity?: string; role?: 'admin' | 'member' | 'annotator' | 'viewer'; username?: string } = {},
 ): Promise<CliUser> {
   const username = options.username ?? `cli${process.pid}x${++counter}`;
   const args = [ADMIN_ENTRY, 'users', 'create', username, '--json'];

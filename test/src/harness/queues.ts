@@ -52,6 +52,7 @@ export async function addItems(server: Target, key: string, projectId: string, q
 
 export type Item = {
   id: string;
+  queue_id: string;
   call_id: string;
   call_op_name: string;
   call_trace_id: string;
@@ -63,6 +64,8 @@ export type Item = {
   updated_at: string;
   deleted_at: string | null;
   position_in_queue: number | null;
+  assigned_user_id: string | null;
+  annotations_required: number;
   [field: string]: unknown;
 };
 
@@ -106,6 +109,7 @@ export type QueueStats = {
   by_state: { unstarted: number; in_progress: number; completed: number; skipped: number };
   by_annotator: { annotator_user_id: string; in_progress: number; completed: number; skipped: number }[];
   done_items: number;
+  by_assignee: { user_id: string; assigned_items: number; done: number; in_progress: number; remaining: number }[];
 };
 
 export async function stats(server: Target, key: string, projectId: string, queueId: string): Promise<QueueStats> {

@@ -8,7 +8,7 @@ let counter = 0;
 /** A new user with a key, made the way the admin tool makes it, on the server's own database. */
 export async function createUser(
   server: TestServer,
-  options: { entity?: string; role?: 'admin' | 'member' | 'viewer'; username?: string } = {},
+  options: { entity?: string; role?: 'admin' | 'member' | 'annotator' | 'viewer'; username?: string } = {},
 ): Promise<CreatedKeyForTest> {
   const username = options.username ?? `user${process.pid}x${++counter}`;
   return adminCreateUser(unitOfWork(server.server.services.orm), username, {

@@ -137,9 +137,18 @@ describeEachBackend('a client generated from the API document', (backend) => {
     expect(items.data?.items).toHaveLength(2);
     expect((await client.POST('/annotation_queues/{queue_id}/items/query', { params: { path: { queue_id: 'gone' } }, body: { project_id } })).response.status).toBe(404);
 
+    const second = items.data!.items[1]!.id;
+    const assigned = await client.POST('/annotation_queues/{queue_id}/items/assign', { params: { path }, body: { project_id, item_ids: [second, 'gone'], user_id: member.user_id } });
+    expect(assigned.data).toEqual({ assigned_count: 1, missing_item_ids: ['gone'] });
+    expect((await client.POST('/annotation_queues/{queue_id}/items/assign', { params: { path }, body: { project_id, item_ids: [], user_id: null } })).response.status).toBe(400);
+    const mine = await client.POST('/annotation_queues/mine', { body: { project_id } });
+    expect(mine.data?.queues.find((entry) => entry.queue.id === queue_id)).toMatchObject({ remaining_for_me: 2, done_by_me: 0 });
+    expect((await client.POST('/annotation_queues/mine', { body: { project_id: 'no-slash' } })).response.status).toBe(400);
+
     const claimed = await client.POST('/annotation_queues/{queue_id}/items/claim', { params: { path }, body: { project_id } });
     expect(claimed.response.status).toBe(200);
     const item_id = claimed.data!.item!.id;
+    expect(item_id).toBe(second); // assigned to the caller: claimed first
     expect((await client.POST('/annotation_queues/{queue_id}/items/claim', { params: { path: { queue_id: 'gone' } }, body: { project_id } })).response.status).toBe(404);
 
     const progress = await client.POST('/annotation_queues/{queue_id}/items/{item_id}/progress', {

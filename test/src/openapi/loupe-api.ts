@@ -30,8 +30,31 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** List queues, newest first */
+        /**
+         * List queues, newest first
+         * @description An annotator lists the queues open to them.
+         */
         post: operations["annotationQueues-query"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/annotation_queues/mine": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The queues the caller may claim from, with what is left for them
+         * @description Open queues of the projects of the caller's entities (where they may annotate) and assigned queues naming them.
+         */
+        post: operations["annotationQueues-mine"];
         delete?: never;
         options?: never;
         head?: never;
@@ -47,7 +70,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Progress counts of queues */
+        /**
+         * Progress counts of queues
+         * @description An annotator gets the counts and, of by_annotator and by_assignee, their own entries only.
+         */
         post: operations["annotationQueues-stats"];
         delete?: never;
         options?: never;
@@ -120,8 +146,31 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Query the items of a queue */
+        /**
+         * Query the items of a queue
+         * @description An annotator sees each item with their own state (annotation_state, annotator_user_id), and filters by it.
+         */
         post: operations["annotationQueues-items-query"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/annotation_queues/{queue_id}/items/assign": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Assign items to one user, who alone may claim them (null: to nobody)
+         * @description The user must be an admin, member or annotator of the project's entity, and an assignee of an assigned queue.
+         */
+        post: operations["annotationQueues-items-assign"];
         delete?: never;
         options?: never;
         head?: never;
@@ -157,7 +206,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Take the next item to annotate, with a lease */
+        /**
+         * Take the next item to annotate, with a lease
+         * @description Your own unexpired in-progress item, else the next item assigned to you, else the next item assigned to nobody. Only assignees claim from an assigned queue.
+         */
         post: operations["annotationQueues-items-claim"];
         delete?: never;
         options?: never;
@@ -196,7 +248,7 @@ export interface paths {
         put?: never;
         /**
          * Set the caller's annotation state of an item
-         * @description The user is the authenticated caller, never a body field. Returns the item with its shown state.
+         * @description The user is the authenticated caller, never a body field. Returns the item with its shown state (an annotator: their own). Only assignees post progress in an assigned queue.
          */
         post: operations["annotationQueues-items-progress"];
         delete?: never;
@@ -323,7 +375,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Find specs by names or refs */
+        /**
+         * Find specs by names or refs
+         * @description Annotators read them too: the rubric they annotate by.
+         */
         post: operations["annotationSpecs-query"];
         delete?: never;
         options?: never;
@@ -355,7 +410,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Read one call */
+        /**
+         * Read one call
+         * @description An annotator reads the calls of the items of the queues open to them.
+         */
         get: operations["calls-read"];
         put?: never;
         post?: never;
@@ -374,7 +432,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Query calls, ordered by started_at, id */
+        /**
+         * Query calls, ordered by started_at, id
+         * @description An annotator's query answers the calls of the items of the queues open to them.
+         */
         post: operations["calls-query"];
         delete?: never;
         options?: never;
@@ -393,7 +454,7 @@ export interface paths {
         put?: never;
         /**
          * Create feedback records, all or nothing; idempotent by id
-         * @description svc_user_id is always the authenticated caller; a value in the body is ignored.
+         * @description svc_user_id is always the authenticated caller; a value in the body is ignored. svc.annotation.* records naming an assigned queue come from its assignees; an annotator's records each name a queue open to them.
          */
         post: operations["feedback-batchCreate"];
         delete?: never;
@@ -411,7 +472,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Create one feedback record */
+        /**
+         * Create one feedback record
+         * @description The rules of feedback/batch/create.
+         */
         post: operations["feedback-create"];
         delete?: never;
         options?: never;
@@ -428,7 +492,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Query feedback, ordered by created_at, id */
+        /**
+         * Query feedback, ordered by created_at, id
+         * @description An annotator's query answers their own records only.
+         */
         post: operations["feedback-query"];
         delete?: never;
         options?: never;
@@ -445,7 +512,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Delete feedback records by id */
+        /**
+         * Delete feedback records by id
+         * @description An annotator deletes only their own records.
+         */
         post: operations["feedback-purge"];
         delete?: never;
         options?: never;
@@ -462,7 +532,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Replace one feedback record (purge and create in one transaction) */
+        /**
+         * Replace one feedback record (purge and create in one transaction)
+         * @description The replacement follows the rules of feedback/create; an annotator replaces only their own records.
+         */
         post: operations["feedback-replace"];
         delete?: never;
         options?: never;
@@ -535,7 +608,7 @@ export interface paths {
         put?: never;
         /**
          * Usernames of the user ids a project's data mentions
-         * @description For whoever may read the project (viewers too). Names members of its entity and users whose progress or feedback is recorded in it; any other id, unknown or unrelated, is left out of the answer. At most 1,000 ids.
+         * @description For whoever may read the project (viewers and annotators too). Names members of its entity and users whose progress or feedback is recorded in it; any other id, unknown or unrelated, is left out of the answer. At most 1,000 ids.
          */
         post: operations["projects-users"];
         delete?: never;
@@ -665,6 +738,14 @@ export interface components {
             annotations_per_item: number;
             lease_seconds: number;
             /**
+             * @description `open`: anyone who may annotate in the project; `assigned`: only the assignees
+             * @enum {string}
+             */
+            access: "open" | "assigned";
+            /** @description user ids, in code-unit order */
+            assignees: string[];
+            overlap_coverage: number;
+            /**
              * Format: date-time
              * @example 2026-11-22T10:04:05.123Z
              */
@@ -676,6 +757,14 @@ export interface components {
              */
             updated_at: string;
             deleted_at: string | null;
+        };
+        MyQueue: {
+            project_id: string;
+            queue: components["schemas"]["AnnotationQueue"];
+            /** @description items open to the caller, not finished by them and still short of their quota */
+            remaining_for_me: number;
+            /** @description items the caller completed or skipped */
+            done_by_me: number;
         };
         Agreement: {
             scorer_ref: string;
@@ -735,6 +824,10 @@ export interface components {
             updated_at: string;
             deleted_at: string | null;
             position_in_queue: number | null;
+            /** @description the one user who may claim the item, or null (contract 5.11) */
+            assigned_user_id: string | null;
+            /** @description the item's quota: the queue's annotations_per_item for the share overlap_coverage of items, else 1 */
+            annotations_required: number;
         };
         AnnotationQueueItemAnnotations: {
             item_id: string;
@@ -891,7 +984,7 @@ export interface components {
             memberships: {
                 entity: string;
                 /** @enum {string} */
-                role: "admin" | "member" | "viewer";
+                role: "admin" | "member" | "annotator" | "viewer";
             }[];
         };
         ModelList: {
@@ -992,6 +1085,15 @@ export interface operations {
                     scorer_refs?: string[];
                     annotations_per_item?: number;
                     lease_seconds?: number;
+                    /**
+                     * @description default open
+                     * @enum {string}
+                     */
+                    access?: "open" | "assigned";
+                    /** @description user ids (at most 1000), each an admin, member or annotator of the project's entity; repeats count once */
+                    assignees?: string[];
+                    /** @description default 1 */
+                    overlap_coverage?: number;
                 };
             };
         };
@@ -1191,6 +1293,111 @@ export interface operations {
             };
         };
     };
+    "annotationQueues-mine": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description only this project's queues; default every project of the caller's entities
+                     * @example acme/chatbot
+                     */
+                    project_id?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description every live queue the caller may claim from, by project, then newest first */
+                        queues: components["schemas"]["MyQueue"][];
+                    };
+                };
+            };
+            /** @description The request is invalid: not JSON, a schema violation (`issues` lists them) or a broken rule; `reason` says which. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not plain UTF-8 JSON (Content-Type: application/json; no Content-Encoding). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this client; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected error; `request_id` identifies it in the server log. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable, or the server is reading too many request bodies; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     "annotationQueues-stats": {
         parameters: {
             query?: never;
@@ -1235,6 +1442,18 @@ export interface operations {
                                 skipped: number;
                             }[];
                             done_items: number;
+                            /** @description the queue's assignees and the users items are assigned to, by user id (5.11) */
+                            by_assignee: {
+                                user_id: string;
+                                /** @description live items assigned to the user alone (items/assign) */
+                                assigned_items: number;
+                                /** @description live items the user completed or skipped */
+                                done: number;
+                                /** @description live items the user holds with a live lease */
+                                in_progress: number;
+                                /** @description live items open to the user (assigned to them or to nobody), not finished by them, still short of their quota */
+                                remaining: number;
+                            }[];
                         }[];
                     };
                 };
@@ -1436,6 +1655,15 @@ export interface operations {
                     scorer_refs?: string[];
                     annotations_per_item?: number;
                     lease_seconds?: number;
+                    /**
+                     * @description `open`: anyone who may annotate in the project; `assigned`: only the assignees
+                     * @enum {string}
+                     */
+                    access?: "open" | "assigned";
+                    /** @description the new list; a user left out is no longer an assignee: their live leases are released */
+                    assignees?: string[];
+                    /** @description the share of items (a stable hash of the item id) that need annotations_per_item annotators; every other item needs one */
+                    overlap_coverage?: number;
                 };
             };
         };
@@ -1917,6 +2145,129 @@ export interface operations {
                         items: components["schemas"]["AnnotationQueueItem"][];
                         /** @description cursor of the next page in the same order and filter; null when there is none. A page may hold fewer rows than `limit` and still name a next page: an answer holds at most the server's byte budget (LOUPE_MAX_RESPONSE_BYTES) */
                         next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description The request is invalid: not JSON, a schema violation (`issues` lists them) or a broken rule; `reason` says which. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A record the request names (in its path or body) does not exist in that project, or is deleted. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not plain UTF-8 JSON (Content-Type: application/json; no Content-Encoding). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this client; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected error; `request_id` identifies it in the server log. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable, or the server is reading too many request bodies; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "annotationQueues-items-assign": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description queue id */
+                queue_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description `<entity>/<project>`
+                     * @example acme/chatbot
+                     */
+                    project_id: string;
+                    /** @description at most 10,000 */
+                    item_ids: string[];
+                    /** @description who alone may claim these items; null unassigns them */
+                    user_id: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description live items of the queue among those named, now assigned as asked */
+                        assigned_count: number;
+                        /** @description named ids that are no live item of the queue */
+                        missing_item_ids: string[];
                     };
                 };
             };

@@ -10,8 +10,8 @@ export const annotationSpecsRouter = router({
     .output(AnnotationSpecCreateRes)
     .mutation(({ ctx, input }) => createSpec(ctx.unitOfWork(), ctx.user.id, input)),
 
-  query: projectProcedure('read', AnnotationSpecQueryReq)
-    .meta(rest({ method: 'POST', path: '/annotation_specs/query', tags: ['annotation specs'], summary: 'Find specs by names or refs' }))
+  query: projectProcedure('read-blind', AnnotationSpecQueryReq)
+    .meta(rest({ method: 'POST', path: '/annotation_specs/query', tags: ['annotation specs'], summary: 'Find specs by names or refs', description: 'Annotators read them too: the rubric they annotate by.' }))
     .output(AnnotationSpecQueryRes)
     .query(async ({ ctx, input }) => ({ specs: await querySpecs(ctx.unitOfWork(), input, ctx.services.config.limits.responseBytes) })),
 });

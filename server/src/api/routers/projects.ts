@@ -12,7 +12,7 @@ export const projectsRouter = router({
     .output(ProjectQueryRes)
     .query(async ({ ctx, input }) => ({ projects: await queryProjects(ctx.db, { user: ctx.user, req: input, budget: ctx.services.config.limits.responseBytes }) })),
 
-  users: projectProcedure('read', ProjectUsersReq)
+  users: projectProcedure('read-blind', ProjectUsersReq)
     .meta(
       rest({
         method: 'POST',
@@ -20,7 +20,7 @@ export const projectsRouter = router({
         tags: ['projects'],
         summary: "Usernames of the user ids a project's data mentions",
         description:
-          'For whoever may read the project (viewers too). Names members of its entity and users whose progress or feedback ' +
+          'For whoever may read the project (viewers and annotators too). Names members of its entity and users whose progress or feedback ' +
           'is recorded in it; any other id, unknown or unrelated, is left out of the answer. At most 1,000 ids.',
       }),
     )
