@@ -12,3 +12,4 @@ export * from './refs.ts';
 export * from './feedback.ts';
 export * from './agreement.ts';
 export * from './queue-events.ts';
+export * from './webhooks.ts';

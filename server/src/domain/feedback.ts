@@ -28,6 +28,7 @@ import { decodeCursor, encodeCursor, keyset, keysetOrder, queryFingerprint, type
 import { cursorPage, type CursorPage, type Page } from './paging.ts';
 import { budgetedPage, jsonDensity } from './answer-budget.ts';
 import { newId } from './ids.ts';
+import { feedbackCreated, writeWebhookEvents, type WebhookWake } from './webhook-outbox.ts';
 
 const CHUNK = 1000;
 const COLUMNS = [
@@ -224,7 +225,7 @@ type StoredResult = { id: string; project_id: string; request_hash: string; crea
  * the entity manager's fork and unit of work), idempotent by id (see insertThenCompare): a retry
  * answers the stored result, different content is a 409 that rolls the whole batch back.
  */
-async function store(tx: SqlScope, prepared: readonly Prepared[], { userId, now, where }: { userId: string; now: Date; where: Where }): Promise<StoredBatch<FeedbackCreateRes>> {
+async function store(tx: SqlScope, prepared: readonly Prepared[], { userId, now, where }: { userId: string; now: Date; where: Where }): Promise<Stored> {
   const positions = firstPositions(prepared, (index, first) =>
     invalid(`${where(index)}id "${prepared[index]!.id}" repeats batch[${first}] with different content.`),
   );
@@ -264,6 +265,12 @@ async function store(tx: SqlScope, prepared: readonly Prepared[], { userId, now,
     },
     conflict: (p) => conflict(`${where(prepared.indexOf(p))}id "${p.id}" already exists in ${p.projectId} with different content.`),
   });
+  // The records this request created (not those a retry found stored) are announced to webhooks.
+  const created = unique.filter((p) => !retries.has(p.key));
+  const announced = await writeWebhookEvents(tx, feedbackCreated(created.map((p) => ({
+    project_id: p.projectId, id: p.id, feedback_type: p.element.feedback_type, svc_ref: p.element.svc_ref,
+    call_ref: p.element.call_ref ?? null, queue_id: p.queueId, svc_user_id: userId,
+  }))));
   const createdAt = now.toISOString();
   const results = prepared.map((p): FeedbackCreateRes => {
     const row = retries.get(p.key);
@@ -275,45 +282,54 @@ async function store(tx: SqlScope, prepared: readonly Prepared[], { userId, now,
       payload: jsonFromSql<Record<string, unknown>>(row.payload),
     };
   });
-  return { results, newRecords: unique.length - retries.size };
+  return { results, newRecords: unique.length - retries.size, announced };
 }
 
-/** Who writes which records, and how large one payload may be. */
-type FeedbackWrite<T> = { userId: string; maxPayloadBytes: number } & T;
+/** A stored batch, and how many webhook events its transaction wrote. */
+type Stored = StoredBatch<FeedbackCreateRes> & { announced: number };
+
+/** Wakes this process's webhook deliveries after a commit that wrote events. */
+function committed<T extends Stored>(stored: T, events: WebhookWake | undefined): T {
+  if (stored.announced) events?.webhooksWritten();
+  return stored;
+}
+
+/** Who writes which records, how large one payload may be, and whom to tell of webhook events written. */
+type FeedbackWrite<T> = { userId: string; maxPayloadBytes: number; events?: WebhookWake } & T;
 
 /** `POST /feedback/batch/create`: all or nothing, idempotent by id (contract 4.2). */
 export async function createFeedbackBatch(
   em: Em,
-  { userId, batch, maxPayloadBytes }: FeedbackWrite<{ batch: readonly FeedbackCreateReq[] }>,
+  { userId, batch, maxPayloadBytes, events }: FeedbackWrite<{ batch: readonly FeedbackCreateReq[] }>,
 ): Promise<StoredBatch<FeedbackCreateRes>> {
   if (!batch.length) return { results: [], newRecords: 0 };
   const now = new Date();
   const prepared = await prepare(em, batch, { maxPayloadBytes, where: inBatch });
-  return sqlTransaction(em, (tx) => store(tx, prepared, { userId, now, where: inBatch }));
+  return committed(await sqlTransaction(em, (tx) => store(tx, prepared, { userId, now, where: inBatch })), events);
 }
 
 /** `POST /feedback/create`: one record, with the batch's rules. */
 export async function createFeedback(
   em: Em,
-  { userId, element, maxPayloadBytes }: FeedbackWrite<{ element: FeedbackCreateReq }>,
+  { userId, element, maxPayloadBytes, events }: FeedbackWrite<{ element: FeedbackCreateReq }>,
 ): Promise<FeedbackCreateRes> {
   const prepared = await prepare(em, [element], { maxPayloadBytes, where: single });
-  const [result] = (await sqlTransaction(em, (tx) => store(tx, prepared, { userId, now: new Date(), where: single }))).results;
+  const [result] = committed(await sqlTransaction(em, (tx) => store(tx, prepared, { userId, now: new Date(), where: single })), events).results;
   return result!;
 }
 
 /** `POST /feedback/replace`: removes one record and creates its replacement in one transaction. */
 export async function replaceFeedback(
   em: Em,
-  { userId, element, feedbackId, maxPayloadBytes }: FeedbackWrite<{ element: FeedbackCreateReq; feedbackId: string }>,
+  { userId, element, feedbackId, maxPayloadBytes, events }: FeedbackWrite<{ element: FeedbackCreateReq; feedbackId: string }>,
 ): Promise<FeedbackCreateRes> {
   const prepared = await prepare(em, [element], { maxPayloadBytes, where: single });
-  return sqlTransaction(em, async (tx) => {
+  const stored = await sqlTransaction(em, async (tx) => {
     const removed = await sqlRun(tx, sql`delete from feedback where project_id = ${element.project_id} and id = ${feedbackId.toLowerCase()}`);
     if (!removed) throw notFound(`Feedback "${feedbackId}" does not exist in project ${element.project_id}.`);
-    const [result] = (await store(tx, prepared, { userId, now: new Date(), where: single })).results;
-    return result!;
+    return store(tx, prepared, { userId, now: new Date(), where: single });
   });
+  return committed(stored, events).results[0]!;
 }
 
 export async function purgeFeedback(db: SqlScope, projectId: string, ids: readonly string[]): Promise<number> {

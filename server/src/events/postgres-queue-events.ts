@@ -33,6 +33,7 @@ class PostgresQueueEvents implements QueueEventBus {
   readonly #mask: (text: string) => string;
   readonly #connectMs: number;
   readonly #log: Logger;
+  readonly #webhooksWritten: () => void;
   #client: pg.Client | undefined;
   readonly #lost = new WeakSet<pg.Client>();
   #closed = false;
@@ -43,7 +44,8 @@ class PostgresQueueEvents implements QueueEventBus {
   #listening!: Promise<void>;
   #markListening!: () => void;
 
-  constructor(databaseUrl: string, connectMs: number, log: Logger) {
+  constructor({ databaseUrl, connectMs, log, webhooksWritten }: PostgresBusOptions) {
+    this.#webhooksWritten = webhooksWritten;
     this.#databaseUrl = databaseUrl;
     this.#mask = secretMasker(databaseUrl);
     this.#connectMs = connectMs;
@@ -58,6 +60,10 @@ class PostgresQueueEvents implements QueueEventBus {
 
   committed(): void {
     // The database delivers (to this process too, through its LISTEN connection).
+  }
+
+  webhooksWritten(): void {
+    this.#webhooksWritten();
   }
 
   subscribe(topic: EventTopic, subscriber: Parameters<QueueEventBus['subscribe']>[1]): () => void {
@@ -172,8 +178,13 @@ async function notifyQueueEvents(tx: SqlScope, events: readonly QueueBusEvent[])
 export const notifyOnlyPublisher: QueueEventPublisher = {
   publish: (tx, events) => (onPostgres(tx) ? notifyQueueEvents(tx, events) : Promise.resolve()),
   committed: () => {},
+  // The servers' delivery workers find the events at their next poll.
+  webhooksWritten: () => {},
 };
 
-export function postgresQueueEvents(databaseUrl: string, connectMs: number, log: Logger): QueueEventBus {
-  return new PostgresQueueEvents(databaseUrl, connectMs, log);
+/** The database, how long connecting may take, the log, and whom to tell of webhook events written. */
+type PostgresBusOptions = { databaseUrl: string; connectMs: number; log: Logger; webhooksWritten: () => void };
+
+export function postgresQueueEvents(options: PostgresBusOptions): QueueEventBus {
+  return new PostgresQueueEvents(options);
 }

@@ -34,14 +34,19 @@ export const feedbackRouter = router({
     .mutation(async ({ ctx, input }) => ({
       res: answerNewRecords(
         ctx.res,
-        await createFeedbackBatch(ctx.unitOfWork(), { userId: ctx.user.id, batch: input.batch, maxPayloadBytes: ctx.services.config.limits.payloadBytes }),
+        await createFeedbackBatch(ctx.unitOfWork(), {
+          userId: ctx.user.id,
+          batch: input.batch,
+          maxPayloadBytes: ctx.services.config.limits.payloadBytes,
+          events: ctx.services.queueEvents,
+        }),
       ),
     })),
 
   create: projectProcedure('write', FeedbackCreateReq)
     .meta(rest({ method: 'POST', path: '/feedback/create', tags, summary: 'Create one feedback record', answers: [409] }))
     .output(FeedbackCreateRes)
-    .mutation(({ ctx, input }) => createFeedback(ctx.unitOfWork(), { userId: ctx.user.id, element: input, maxPayloadBytes: ctx.services.config.limits.payloadBytes })),
+    .mutation(({ ctx, input }) => createFeedback(ctx.unitOfWork(), { userId: ctx.user.id, element: input, maxPayloadBytes: ctx.services.config.limits.payloadBytes, events: ctx.services.queueEvents })),
 
   query: projectProcedure('read', FeedbackQueryReq)
     .meta(rest({ method: 'POST', path: '/feedback/query', tags, summary: 'Query feedback, ordered by created_at, id' }))
@@ -61,6 +66,12 @@ export const feedbackRouter = router({
     .output(FeedbackCreateRes)
     .mutation(async ({ ctx, input }) => {
       const { feedback_id, ...element } = input;
-      return replaceFeedback(ctx.unitOfWork(), { userId: ctx.user.id, element, feedbackId: feedback_id, maxPayloadBytes: ctx.services.config.limits.payloadBytes });
+      return replaceFeedback(ctx.unitOfWork(), {
+        userId: ctx.user.id,
+        element,
+        feedbackId: feedback_id,
+        maxPayloadBytes: ctx.services.config.limits.payloadBytes,
+        events: ctx.services.queueEvents,
+      });
     }),
 });

@@ -10,6 +10,7 @@ import * as pg8 from './postgresql/Migration0008FeedbackQueueIndexNarrow.ts';
 import * as pg9 from './postgresql/Migration0009FeedbackUserIndex.ts';
 import * as pg10 from './postgresql/Migration0010ServerSecrets.ts';
 import * as pg11 from './postgresql/Migration0011CallText.ts';
+import * as pg15 from './postgresql/Migration0015Webhooks.ts';
 import * as sqlite1 from './sqlite/Migration0001Foundation.ts';
 import * as sqlite2 from './sqlite/Migration0002Calls.ts';
 import * as sqlite3 from './sqlite/Migration0003AnnotationQueues.ts';
@@ -21,6 +22,7 @@ import * as sqlite8 from './sqlite/Migration0008FeedbackQueueIndexNarrow.ts';
 import * as sqlite9 from './sqlite/Migration0009FeedbackUserIndex.ts';
 import * as sqlite10 from './sqlite/Migration0010ServerSecrets.ts';
 import * as sqlite11 from './sqlite/Migration0011CallText.ts';
+import * as sqlite15 from './sqlite/Migration0015Webhooks.ts';
 
 // Listed explicitly (no folder scan) so the same list works from source and from any bundle.
 // Each dialect has its own SQL; names are shared so a deployment's history reads the same on both.
@@ -31,6 +33,6 @@ const list = (...modules: Record<string, MigrationObject['class']>[]): Migration
   });
 
 export const migrations: Record<'sqlite' | 'postgresql', MigrationObject[]> = {
-  sqlite: list(sqlite1, sqlite2, sqlite3, sqlite4, sqlite5, sqlite6, sqlite7, sqlite8, sqlite9, sqlite10, sqlite11),
-  postgresql: list(pg1, pg2, pg3, pg4, pg5, pg6, pg7, pg8, pg9, pg10, pg11),
+  sqlite: list(sqlite1, sqlite2, sqlite3, sqlite4, sqlite5, sqlite6, sqlite7, sqlite8, sqlite9, sqlite10, sqlite11, sqlite15),
+  postgresql: list(pg1, pg2, pg3, pg4, pg5, pg6, pg7, pg8, pg9, pg10, pg11, pg15),
 };
