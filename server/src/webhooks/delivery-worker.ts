@@ -20,8 +20,11 @@ import { sendAttempt } from './webhook-sender.ts';
 // PostgreSQL database. It looks for due deliveries every `pollMs`, and at once when a write of
 // this process committed events (wake) or an attempt ended (a slot is free).
 
-/** How long a lease outlasts an attempt's timeout: room for recording the outcome. */
-const LEASE_MARGIN_MS = 30_000;
+/**
+ * How long a lease lasts beyond twice an attempt's timeout (room for recording the outcome): the
+ * time after which a delivery whose process died mid-attempt is taken up by another.
+ */
+const LEASE_MARGIN_MS = 5_000;
 /** How often finished deliveries past their retention are removed. */
 const CLEANUP_EVERY_MS = 10 * 60_000;
 /** Rows of each kind one clean-up removes at most: the rest waits for the next. */
@@ -88,7 +91,7 @@ export class DeliveryWorker {
             owner: this.owner,
             limit: free,
             now,
-            leaseUntil: new Date(now.getTime() + settings.timeoutMs + LEASE_MARGIN_MS),
+            leaseUntil: new Date(now.getTime() + 2 * settings.timeoutMs + LEASE_MARGIN_MS),
           });
           for (const delivery of due) this.#start(delivery);
           full = due.length === free;
