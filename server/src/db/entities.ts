@@ -265,7 +265,10 @@ export const WebhookEventRecord = defineEntity({
   indexes: [{ name: 'webhook_events_created_idx', properties: ['createdAt'] }],
 });
 
-/** One event to one webhook: its state, attempts, and the lease of the process attempting it. */
+/**
+ * One event to one webhook: its state, attempts, and the lease of the process attempting it. A
+ * pending delivery, and only a pending one, has a next attempt (the two indexes rest on that).
+ */
 export const WebhookDeliveryRecord = defineEntity({
   name: 'WebhookDeliveryRecord',
   tableName: 'webhook_deliveries',
@@ -285,9 +288,9 @@ export const WebhookDeliveryRecord = defineEntity({
   },
   uniques: [{ name: 'webhook_deliveries_event_uq', properties: ['eventId', 'webhookId'] }],
   indexes: [
-    { name: 'webhook_deliveries_due_idx', properties: ['nextAttemptAt'], where: "state = 'pending'" },
+    { name: 'webhook_deliveries_due_idx', properties: ['nextAttemptAt'], where: 'next_attempt_at is not null' },
     { name: 'webhook_deliveries_webhook_idx', properties: ['webhookId', 'createdAt', 'id'] },
-    { name: 'webhook_deliveries_finished_idx', properties: ['updatedAt'], where: "state <> 'pending'" },
+    { name: 'webhook_deliveries_finished_idx', properties: ['updatedAt'], where: 'next_attempt_at is null' },
   ],
 });
 

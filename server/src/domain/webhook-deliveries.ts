@@ -134,7 +134,7 @@ export async function claimDueDeliveries(db: SqlScope, { owner, limit, now, leas
   const at = sqlDate(db, now);
   const claimed = await sqlRows<{ id: string }>(db, sql`update webhook_deliveries set lease_owner = ${owner}, lease_expires_at = ${sqlDate(db, leaseUntil)}
     where id in (select d.id from webhook_deliveries d join webhooks w on w.id = d.webhook_id
-      where d.state = 'pending' and d.next_attempt_at <= ${at} and (d.lease_expires_at is null or d.lease_expires_at < ${at})
+      where d.next_attempt_at <= ${at} and d.state = 'pending' and (d.lease_expires_at is null or d.lease_expires_at < ${at})
         and w.deleted_at is null and w.disabled_at is null
       order by d.next_attempt_at limit ${limit}${lockClause(db, 'for update of d skip locked')})
     returning id`);
@@ -223,7 +223,7 @@ export async function removeFinishedDeliveries(db: SqlScope, { before, maxRows }
   let removed = 0;
   for (let done = 0; done < maxRows; ) {
     const n = await sqlRun(db, sql`delete from webhook_deliveries where id in
-      (select id from webhook_deliveries where state <> 'pending' and updated_at < ${cutoff} limit ${CLEANUP_CHUNK})`);
+      (select id from webhook_deliveries where next_attempt_at is null and updated_at < ${cutoff} limit ${CLEANUP_CHUNK})`);
     done += CLEANUP_CHUNK;
     removed += n;
     if (n < CLEANUP_CHUNK) break;

@@ -46,9 +46,10 @@ export class Migration0015Webhooks extends Migration {
       updated_at timestamptz(3) not null)`);
     // One delivery per event and webhook; also the lookup of an event's deliveries (retention).
     this.addSql(`create unique index webhook_deliveries_event_uq on webhook_deliveries (event_id, webhook_id)`);
-    // What the delivery workers poll: the pending deliveries by when they are due.
-    this.addSql(`create index webhook_deliveries_due_idx on webhook_deliveries (next_attempt_at) where state = 'pending'`);
+    // What the delivery workers poll: the pending deliveries (exactly those with a next attempt) by when they are due.
+    this.addSql(`create index webhook_deliveries_due_idx on webhook_deliveries (next_attempt_at) where next_attempt_at is not null`);
     this.addSql(`create index webhook_deliveries_webhook_idx on webhook_deliveries (webhook_id, created_at, id)`);
-    this.addSql(`create index webhook_deliveries_finished_idx on webhook_deliveries (updated_at) where state <> 'pending'`);
+    // What the clean-up removes: finished deliveries (no next attempt) by when they finished.
+    this.addSql(`create index webhook_deliveries_finished_idx on webhook_deliveries (updated_at) where next_attempt_at is null`);
   }
 }
