@@ -70,7 +70,7 @@ async function serve({ config, log, catalog, parts }: Serving, unlock = () => {}
     log,
     catalog,
     authFailures: createAuthBrake(orm, dialectOf(config.databaseUrl), { limit: config.limits.authFailuresPerMinute }, log),
-    queueEvents: createQueueEvents(config, log, () => worker.wake()),
+    queueEvents: createQueueEvents(config, log, (events) => worker.written(events)),
     eventStreams: new StreamSlots(config.eventStreams),
     cursorSeal,
     heapBudget: heapBudgetOf(config.limits.bodyBudget, config.limits.bodyShare),

@@ -259,7 +259,8 @@ export const WebhookEventRecord = defineEntity({
     id: p.text().primary(),
     projectId: p.text(),
     type: p.text(),
-    data: p.json<Record<string, unknown>>(),
+    /** The payload's JSON text as written (not jsonb: every attempt sends the same bytes). */
+    data: p.text(),
     createdAt: p.datetime(),
   },
   indexes: [{ name: 'webhook_events_created_idx', properties: ['createdAt'] }],

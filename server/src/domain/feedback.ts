@@ -28,7 +28,7 @@ import { decodeCursor, encodeCursor, keyset, keysetOrder, queryFingerprint, type
 import { cursorPage, type CursorPage, type Page } from './paging.ts';
 import { budgetedPage, jsonDensity } from './answer-budget.ts';
 import { newId } from './ids.ts';
-import { feedbackCreated, writeWebhookEvents, type WebhookWake } from './webhook-outbox.ts';
+import { feedbackCreated, writeWebhookEvents, type WebhookWake, type WrittenEvent } from './webhook-outbox.ts';
 
 const CHUNK = 1000;
 const COLUMNS = [
@@ -285,12 +285,12 @@ async function store(tx: SqlScope, prepared: readonly Prepared[], { userId, now,
   return { results, newRecords: unique.length - retries.size, announced };
 }
 
-/** A stored batch, and how many webhook events its transaction wrote. */
-type Stored = StoredBatch<FeedbackCreateRes> & { announced: number };
+/** A stored batch, and the webhook events its transaction wrote. */
+type Stored = StoredBatch<FeedbackCreateRes> & { announced: WrittenEvent[] };
 
 /** Wakes this process's webhook deliveries after a commit that wrote events. */
 function committed<T extends Stored>(stored: T, events: WebhookWake | undefined): T {
-  if (stored.announced) events?.webhooksWritten();
+  if (stored.announced.length) events?.webhooksWritten(stored.announced);
   return stored;
 }
 

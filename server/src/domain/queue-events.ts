@@ -1,7 +1,7 @@
 import { AnnotationQueueEvent, type ProgressState } from '@loupe/shared';
 import { z } from 'zod';
 import { sqlTransaction, type SqlScope } from '../db/sql.ts';
-import { writeWebhookEvents, type WebhookAnnouncement, type WebhookWake } from './webhook-outbox.ts';
+import { writeWebhookEvents, type WebhookAnnouncement, type WebhookWake, type WrittenEvent } from './webhook-outbox.ts';
 
 /**
  * A queue event as it travels from a write to the streams: with the queue's project, by which the
@@ -42,7 +42,7 @@ export function queueEvent(type: AnnotationQueueEvent['type'], { projectId, queu
 export async function publishingTransaction<T>(db: SqlScope, events: QueueEventPublisher, work: (tx: SqlScope, record: RecordEvent) => Promise<T>): Promise<T> {
   const recorded: QueueBusEvent[] = [];
   const announced: WebhookAnnouncement[] = [];
-  let written = 0;
+  let written: WrittenEvent[] = [];
   const result = await sqlTransaction(db, async (tx) => {
     const value = await work(tx, (event, announcement) => {
       recorded.push(event);
@@ -53,7 +53,7 @@ export async function publishingTransaction<T>(db: SqlScope, events: QueueEventP
     return value;
   });
   events.committed(recorded);
-  if (written) events.webhooksWritten();
+  if (written.length) events.webhooksWritten(written);
   return result;
 }
 

@@ -1,5 +1,5 @@
 import type { WebhookDeliveriesQueryReq, WebhookDelivery, WebhookDeliveryRetryReq, WebhookRef } from '@loupe/shared';
-import { dateFromSql, isoFromSql, isoOrNullFromSql, jsonAsText, lockClause, sqlDate, sqlRows, sqlRun, sqlTransaction, type SqlScope } from '../db/sql.ts';
+import { dateFromSql, isoFromSql, isoOrNullFromSql, lockClause, sqlDate, sqlRows, sqlRun, sqlTransaction, type SqlScope } from '../db/sql.ts';
 import { sql, type Statement } from '../db/statement.ts';
 import { decodeCursor, encodeCursor, keyset, keysetOrder, queryFingerprint, type KeysetKey } from './cursor.ts';
 import { conflict, notFound } from './errors.ts';
@@ -93,17 +93,17 @@ export async function retryDelivery(db: SqlScope, { req, wake }: { req: WebhookD
     if (row.state === 'pending' && stillAfter(row.lease_expires_at, now)) throw conflict('An attempt of this delivery is under way; retry once it has ended.');
     await sqlRun(tx, sql`update webhook_deliveries set state = 'pending', next_attempt_at = ${at}, updated_at = ${at} where id = ${req.delivery_id}`);
   });
-  wake.webhooksWritten();
+  wake.webhooksWritten([]);
   return readDelivery(db, { webhookId: req.id, deliveryId: req.delivery_id });
 }
 
 /** `POST /webhooks/{id}/test`: a `webhook.test` event to this webhook alone, due now. */
 export async function testWebhook(db: SqlScope, { ref, wake }: { ref: WebhookRef; wake: WebhookWake }): Promise<WebhookDelivery> {
   await enabledWebhook(db, ref);
-  const { deliveryIds } = await sqlTransaction(db, (tx) =>
+  const { event, deliveryIds } = await sqlTransaction(db, (tx) =>
     insertEvent(tx, { event: { type: 'webhook.test', data: { project_id: ref.project_id, webhook_id: ref.id } }, webhookIds: [ref.id], now: new Date() }),
   );
-  wake.webhooksWritten();
+  wake.webhooksWritten([event]);
   return readDelivery(db, { webhookId: ref.id, deliveryId: deliveryIds[0]! });
 }
 
@@ -116,8 +116,6 @@ export type DueDelivery = {
   eventId: string;
   attempts: number;
   type: string;
-  /** The event's JSON data as stored: the body is made around it, the same on every attempt. */
-  dataText: string;
   eventAt: Date;
   url: string;
   /** Sealed secrets: the current one, and the previous one while its overlap lasts. */
@@ -128,7 +126,8 @@ export type DueDelivery = {
  * Leases up to `limit` due deliveries of live, enabled webhooks to `owner` until `leaseUntil`.
  * PostgreSQL: FOR UPDATE SKIP LOCKED, so processes claiming at once take different rows; a lease
  * not yet expired keeps every other process off the delivery while it is attempted (one attempt
- * per event and endpoint at a time). SQLite: one process, one connection.
+ * per event and endpoint at a time). SQLite: one process, one connection. The events' payloads
+ * are read apart (eventData), as the worker often holds them already.
  */
 export async function claimDueDeliveries(db: SqlScope, { owner, limit, now, leaseUntil }: { owner: string; limit: number; now: Date; leaseUntil: Date }): Promise<DueDelivery[]> {
   const at = sqlDate(db, now);
@@ -140,10 +139,10 @@ export async function claimDueDeliveries(db: SqlScope, { owner, limit, now, leas
     returning id`);
   if (!claimed.length) return [];
   type Row = {
-    id: string; webhook_id: string; event_id: string; attempts: number; type: string; data: string; event_at: unknown; url: string;
+    id: string; webhook_id: string; event_id: string; attempts: number; type: string; event_at: unknown; url: string;
     secret: string; previous_secret: string | null; previous_secret_expires_at: unknown;
   };
-  const rows = await sqlRows<Row>(db, sql`select d.id, d.webhook_id, d.event_id, d.attempts, e.type, ${jsonAsText(db, 'e.data')} as data, e.created_at as event_at,
+  const rows = await sqlRows<Row>(db, sql`select d.id, d.webhook_id, d.event_id, d.attempts, e.type, e.created_at as event_at,
       w.url, w.secret, w.previous_secret, w.previous_secret_expires_at
     from webhook_deliveries d join webhook_events e on e.id = d.event_id join webhooks w on w.id = d.webhook_id
     where d.id in (${sql.list(claimed.map((row) => row.id))}) and d.lease_owner = ${owner}`);
@@ -153,11 +152,17 @@ export async function claimDueDeliveries(db: SqlScope, { owner, limit, now, leas
     eventId: row.event_id,
     attempts: Number(row.attempts),
     type: row.type,
-    dataText: row.data,
     eventAt: dateFromSql(row.event_at),
     url: row.url,
     sealedSecrets: row.previous_secret && stillAfter(row.previous_secret_expires_at, now) ? [row.secret, row.previous_secret] : [row.secret],
   }));
+}
+
+/** The payloads (JSON text as written) of these events. */
+export async function eventData(db: SqlScope, eventIds: readonly string[]): Promise<Map<string, string>> {
+  if (!eventIds.length) return new Map();
+  const rows = await sqlRows<{ id: string; data: string }>(db, sql`select id, data from webhook_events where id in (${sql.list(eventIds)})`);
+  return new Map(rows.map((row) => [row.id, row.data]));
 }
 
 /** How an attempt ended. */

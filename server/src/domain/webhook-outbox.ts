@@ -7,7 +7,7 @@ import {
   type QueueCompletedData,
   type WebhookTestData,
 } from '@loupe/shared';
-import { jsonFromSql, jsonParam, onPostgres, sqlDate, sqlRows, sqlRun, type SqlScope } from '../db/sql.ts';
+import { jsonFromSql, onPostgres, sqlDate, sqlRows, sqlRun, type SqlScope } from '../db/sql.ts';
 import { sql } from '../db/statement.ts';
 import { newId } from './ids.ts';
 
@@ -25,11 +25,15 @@ export type WebhookAnnouncement =
   | { type: 'annotation_queue.completed'; data: QueueCompletedData }
   | { type: 'webhook.test'; data: WebhookTestData };
 
+/** An event as written: what a delivery's body is made of. */
+export type WrittenEvent = { id: string; type: DeliveredEventType; createdAt: Date; dataText: string };
+
 /**
- * Told after a commit that wrote webhook events: this process's delivery worker looks at once
- * instead of at its next poll (a speed-up only; every process polls).
+ * Told after a commit that wrote webhook events, with them: this process's delivery worker looks
+ * at once instead of at its next poll, and need not read their payloads back (a speed-up only:
+ * every process polls, and reads what it does not hold).
  */
-export type WebhookWake = { webhooksWritten(): void };
+export type WebhookWake = { webhooksWritten(events: readonly WrittenEvent[]): void };
 
 /** A live, enabled webhook of a project and what it subscribes to. */
 type Subscriber = { id: string; events: string[] };
@@ -38,10 +42,11 @@ type Subscriber = { id: string; events: string[] };
  * Writes the events of `announcements` that some live, enabled webhook of their project
  * subscribes to, each with one pending delivery per such webhook, due now. Progress that finished
  * the last unfinished item of a queue adds `annotation_queue.completed`. Runs inside the
- * caller's transaction; returns how many events were written.
+ * caller's transaction; returns the events written.
  */
-export async function writeWebhookEvents(tx: SqlScope, announcements: readonly WebhookAnnouncement[]): Promise<number> {
-  if (!announcements.length) return 0;
+export async function writeWebhookEvents(tx: SqlScope, announcements: readonly WebhookAnnouncement[]): Promise<WrittenEvent[]> {
+  const written: WrittenEvent[] = [];
+  if (!announcements.length) return written;
   const byProject = new Map<string, WebhookAnnouncement[]>();
   for (const announcement of announcements) {
     const list = byProject.get(announcement.data.project_id);
@@ -49,7 +54,6 @@ export async function writeWebhookEvents(tx: SqlScope, announcements: readonly W
     else byProject.set(announcement.data.project_id, [announcement]);
   }
   const now = new Date();
-  let written = 0;
   for (const [projectId, list] of byProject) {
     const subscribers = await subscribersOf(tx, projectId);
     if (!subscribers.length) continue;
@@ -58,10 +62,7 @@ export async function writeWebhookEvents(tx: SqlScope, announcements: readonly W
     if (to('annotation_queue.completed').length) events.push(...(await completions(tx, list)));
     for (const event of events) {
       const webhookIds = to(event.type);
-      if (webhookIds.length) {
-        await insertEvent(tx, { event, webhookIds, now });
-        written++;
-      }
+      if (webhookIds.length) written.push((await insertEvent(tx, { event, webhookIds, now })).event);
     }
   }
   return written;
@@ -73,20 +74,21 @@ async function subscribersOf(tx: SqlScope, projectId: string): Promise<Subscribe
   return rows.map((row) => ({ id: row.id, events: jsonFromSql<string[]>(row.events) }));
 }
 
-/** Writes one event and its deliveries to the given webhooks; returns the event's id. */
+/** Writes one event and its deliveries to the given webhooks. */
 export async function insertEvent(
   tx: SqlScope,
   { event, webhookIds, now }: { event: WebhookAnnouncement; webhookIds: readonly string[]; now: Date },
-): Promise<{ eventId: string; deliveryIds: string[] }> {
+): Promise<{ event: WrittenEvent; deliveryIds: string[] }> {
   const eventId = newId();
   const at = sqlDate(tx, now);
+  const dataText = JSON.stringify(event.data);
   await sqlRun(tx, sql`insert into webhook_events (id, project_id, type, data, created_at)
-    values (${eventId}, ${event.data.project_id}, ${event.type}, ${jsonParam(tx, JSON.stringify(event.data))}, ${at})`);
+    values (${eventId}, ${event.data.project_id}, ${event.type}, ${dataText}, ${at})`);
   const deliveryIds = webhookIds.map(() => newId());
   const rows = webhookIds.map((webhookId, index) => sql`(${sql.list([deliveryIds[index], webhookId, eventId, 'pending', 0, at, at, at])})`);
   await sqlRun(tx, sql`insert into webhook_deliveries (id, webhook_id, event_id, state, attempts, next_attempt_at, created_at, updated_at)
     values ${sql.join(rows, ', ')}`);
-  return { eventId, deliveryIds };
+  return { event: { id: eventId, type: event.type, createdAt: now, dataText }, deliveryIds };
 }
 
 /** Finished states of a progress record: an annotator's work on the item is over. */

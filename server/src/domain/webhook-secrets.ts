@@ -24,8 +24,8 @@ function keyOf(secret: string): Buffer {
  * The `webhook-signature` header: `v1,<base64 HMAC-SHA256 of "id.timestamp.body">` per secret,
  * space-separated (two during a rotation's overlap).
  */
-export function signatureHeader(secrets: readonly string[], { id, timestamp, body }: { id: string; timestamp: number; body: string }): string {
-  return secrets.map((secret) => `v1,${createHmac('sha256', keyOf(secret)).update(`${id}.${timestamp}.${body}`).digest('base64')}`).join(' ');
+export function signatureHeader(secrets: readonly string[], { id, timestamp, body }: { id: string; timestamp: number; body: Buffer }): string {
+  return secrets.map((secret) => `v1,${createHmac('sha256', keyOf(secret)).update(`${id}.${timestamp}.`).update(body).digest('base64')}`).join(' ');
 }
 
 /** A stored secret that cannot be opened: sealed under another server secret (LOUPE_SECRET changed). */

@@ -1,12 +1,13 @@
 import { LocalFanout } from './local-fanout.ts';
 import type { QueueBusEvent } from '../domain/queue-events.ts';
 import type { QueueEventBus } from './queue-event-bus.ts';
+import type { WebhookWake } from '../domain/webhook-outbox.ts';
 
 /**
  * The bus on SQLite: one server process owns the database file (db/sqlite-server-lock.ts), so
  * every write happens here and an in-process hand-over after each commit reaches every subscriber.
  */
-export function memoryQueueEvents(webhooksWritten: () => void): QueueEventBus {
+export function memoryQueueEvents(webhooksWritten: WebhookWake['webhooksWritten']): QueueEventBus {
   const fanout = new LocalFanout();
   return {
     publish: async () => {},

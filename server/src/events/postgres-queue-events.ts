@@ -5,6 +5,7 @@ import { secretMasker } from '../db/database-url.ts';
 import type { Logger } from '../log.ts';
 import { LocalFanout } from './local-fanout.ts';
 import { QueueBusEvent, type QueueEventPublisher } from '../domain/queue-events.ts';
+import type { WebhookWake, WrittenEvent } from '../domain/webhook-outbox.ts';
 import { QUEUE_EVENTS_CHANNEL, type EventTopic, type QueueEventBus } from './queue-event-bus.ts';
 
 const RECONNECT_FIRST_MS = 100;
@@ -33,7 +34,7 @@ class PostgresQueueEvents implements QueueEventBus {
   readonly #mask: (text: string) => string;
   readonly #connectMs: number;
   readonly #log: Logger;
-  readonly #webhooksWritten: () => void;
+  readonly #webhooksWritten: WebhookWake['webhooksWritten'];
   #client: pg.Client | undefined;
   readonly #lost = new WeakSet<pg.Client>();
   #closed = false;
@@ -62,8 +63,8 @@ class PostgresQueueEvents implements QueueEventBus {
     // The database delivers (to this process too, through its LISTEN connection).
   }
 
-  webhooksWritten(): void {
-    this.#webhooksWritten();
+  webhooksWritten(events: readonly WrittenEvent[]): void {
+    this.#webhooksWritten(events);
   }
 
   subscribe(topic: EventTopic, subscriber: Parameters<QueueEventBus['subscribe']>[1]): () => void {
@@ -183,7 +184,7 @@ export const notifyOnlyPublisher: QueueEventPublisher = {
 };
 
 /** The database, how long connecting may take, the log, and whom to tell of webhook events written. */
-type PostgresBusOptions = { databaseUrl: string; connectMs: number; log: Logger; webhooksWritten: () => void };
+type PostgresBusOptions = { databaseUrl: string; connectMs: number; log: Logger; webhooksWritten: WebhookWake['webhooksWritten'] };
 
 export function postgresQueueEvents(options: PostgresBusOptions): QueueEventBus {
   return new PostgresQueueEvents(options);

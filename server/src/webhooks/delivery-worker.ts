@@ -1,9 +1,12 @@
 import { randomUUID } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import type { WebhookSettings } from '../config.ts';
 import type { SqlScope } from '../db/sql.ts';
 import type { ResolveHost } from '../domain/webhook-addresses.ts';
+import type { WrittenEvent } from '../domain/webhook-outbox.ts';
 import {
   claimDueDeliveries,
+  eventData,
   recordAttempt,
   releaseDelivery,
   removeFinishedDeliveries,
@@ -29,6 +32,16 @@ const LEASE_MARGIN_MS = 5_000;
 const CLEANUP_EVERY_MS = 10 * 60_000;
 /** Rows of each kind one clean-up removes at most: the rest waits for the next. */
 const CLEANUP_MAX_ROWS = 50_000;
+/**
+ * The bodies of recent events this process holds, by event id: every webhook of an event and
+ * every retry sends the same bytes, and the events written here need not be read back at all.
+ */
+const BODY_CACHE_BYTES = 32 * 1024 * 1024;
+
+/** A delivery's body: `{type, timestamp, data}`, the payload's text as written. */
+function bodyOf(event: { type: string; createdAt: Date; dataText: string }): Buffer {
+  return Buffer.from(`{"type":${JSON.stringify(event.type)},"timestamp":${JSON.stringify(event.createdAt.toISOString())},"data":${event.dataText}}`);
+}
 
 export type DeliveryWorkerOptions = {
   db: SqlScope;
@@ -44,6 +57,7 @@ export class DeliveryWorker {
   readonly #options: DeliveryWorkerOptions;
   readonly #inFlight = new Map<string, Promise<void>>();
   readonly #abort = new AbortController();
+  readonly #bodies = new LRUCache<string, Buffer>({ maxSize: BODY_CACHE_BYTES, sizeCalculation: (body) => body.length || 1 });
   #closed = false;
   #woken = false;
   #wakeSleeper: (() => void) | undefined;
@@ -56,6 +70,15 @@ export class DeliveryWorker {
 
   start(): void {
     this.#loop ??= this.#run();
+  }
+
+  /** Events this process's writes committed: their bodies are kept, and the worker looks for due deliveries now. */
+  written(events: readonly WrittenEvent[]): void {
+    for (const event of events) {
+      const body = bodyOf(event);
+      if (body.length <= BODY_CACHE_BYTES / 8) this.#bodies.set(event.id, body);
+    }
+    this.wake();
   }
 
   /** Look for due deliveries now (events were written, or a slot came free). */
@@ -93,7 +116,8 @@ export class DeliveryWorker {
             now,
             leaseUntil: new Date(now.getTime() + 2 * settings.timeoutMs + LEASE_MARGIN_MS),
           });
-          for (const delivery of due) this.#start(delivery);
+          const bodies = await this.#bodiesOf(due);
+          for (const delivery of due) this.#start(delivery, bodies.get(delivery.eventId));
           full = due.length === free;
         }
         if (Date.now() >= this.#nextCleanup) {
@@ -113,6 +137,25 @@ export class DeliveryWorker {
     }
   }
 
+  /** The bodies of these deliveries' events: those this process holds, the others read. */
+  async #bodiesOf(due: readonly DueDelivery[]): Promise<Map<string, Buffer>> {
+    const bodies = new Map<string, Buffer>();
+    for (const { eventId } of due) {
+      const body = this.#bodies.get(eventId);
+      if (body) bodies.set(eventId, body);
+    }
+    const missing = [...new Set(due.map((delivery) => delivery.eventId).filter((id) => !bodies.has(id)))];
+    const data = await eventData(this.#options.db, missing);
+    for (const delivery of due) {
+      const dataText = data.get(delivery.eventId);
+      if (dataText === undefined || bodies.has(delivery.eventId)) continue;
+      const body = bodyOf({ type: delivery.type, createdAt: delivery.eventAt, dataText });
+      bodies.set(delivery.eventId, body);
+      this.#bodies.set(delivery.eventId, body);
+    }
+    return bodies;
+  }
+
   #sleep(ms: number): Promise<void> {
     if (this.#woken || this.#closed) return Promise.resolve();
     return new Promise((resolve) => {
@@ -128,8 +171,8 @@ export class DeliveryWorker {
     });
   }
 
-  #start(delivery: DueDelivery): void {
-    const attempt = this.#attempt(delivery)
+  #start(delivery: DueDelivery, body: Buffer | undefined): void {
+    const attempt = this.#attempt(delivery, body)
       .catch((error: unknown) => this.#options.log.warn({ err: error, delivery_id: delivery.id }, 'webhooks: recording an attempt failed'))
       .finally(() => {
         this.#inFlight.delete(delivery.id);
@@ -138,7 +181,7 @@ export class DeliveryWorker {
     this.#inFlight.set(delivery.id, attempt);
   }
 
-  async #attempt(delivery: DueDelivery): Promise<void> {
+  async #attempt(delivery: DueDelivery, body: Buffer | undefined): Promise<void> {
     const { settings, box, db } = this.#options;
     let outcome: AttemptOutcome;
     let secrets: string[] | undefined;
@@ -147,9 +190,9 @@ export class DeliveryWorker {
     } catch (error) {
       outcome = { kind: 'failed', status: null, error: (error as Error).message };
     }
-    if (secrets) {
+    if (!body) outcome = { kind: 'failed', status: null, error: 'the event could not be read' };
+    else if (secrets) {
       const timestamp = Math.floor(Date.now() / 1000);
-      const body = `{"type":${JSON.stringify(delivery.type)},"timestamp":${JSON.stringify(delivery.eventAt.toISOString())},"data":${delivery.dataText}}`;
       outcome = await sendAttempt({
         url: delivery.url,
         body,

@@ -18,7 +18,7 @@ const MAX_RETRY_AFTER_MS = 86_400_000;
 export type Attempt = {
   url: string;
   headers: Record<string, string>;
-  body: string;
+  body: Buffer;
   timeoutMs: number;
   policy: UrlPolicy & { resolve: ResolveHost };
   /** Aborts the attempt (shutdown). */
@@ -82,7 +82,7 @@ export async function sendAttempt(attempt: Attempt): Promise<AttemptOutcome> {
       host: hostOf(url),
       port: url.port || undefined,
       path: `${url.pathname}${url.search}`,
-      headers: { ...attempt.headers, 'content-length': String(Buffer.byteLength(attempt.body)) },
+      headers: { ...attempt.headers, 'content-length': String(attempt.body.length) },
       lookup: checkedLookup(url, attempt.policy),
       agent: false,
       signal: attempt.signal,

@@ -10,6 +10,7 @@ import { claimBenchmark } from './claim-writes.ts';
 import { itemsQueryBenchmark } from './items-query.ts';
 import { agreementBenchmark } from './agreement.ts';
 import { webBenchmark } from './web.ts';
+import { webhooksBenchmark } from './webhooks.ts';
 import { printSection, runInfo, writeSection, type Section, type Settings } from './report.ts';
 import { positiveInt } from '../harness/env-settings.ts';
 
@@ -25,6 +26,7 @@ const BENCHMARKS: Record<string, (settings: Settings, workDir: string) => Promis
   agreement: agreementBenchmark,
   cli: cliBenchmark,
   web: webBenchmark,
+  webhooks: webhooksBenchmark,
 };
 const RESULTS_DIR = fileURLToPath(new URL('../../bench-results/', import.meta.url));
 

@@ -28,8 +28,9 @@ export class Migration0015Webhooks extends Migration {
       id text primary key,
       project_id text not null,
       type text not null,
-      data json not null,
+      data text not null,
       created_at datetime not null)`);
+    // data is the payload's JSON text as written: every attempt, by any process, sends the same bytes.
     this.addSql(`create index webhook_events_created_idx on webhook_events (created_at)`);
     this.addSql(`create table webhook_deliveries (
       id text primary key,
