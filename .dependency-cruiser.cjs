@@ -1,7 +1,7 @@
 // The layers of the code base, kept by `npm run layers` (part of `npm test`). Each layer imports
 // only from the layers before it:
 //
-//   shared ← config, log ← db ← domain, catalog ← events, auth ← api ← http ← app (app.ts,
+//   shared ← config, log ← db ← domain, catalog ← events, webhooks, auth ← api ← http ← app (app.ts,
 //   server.ts, main.ts, index.ts, admin/)
 //
 // and the web app and the CLI reach the server only through @loupe/client and @loupe/shared.
@@ -26,17 +26,19 @@ module.exports = {
     },
     forbid('shared-stands-alone', 'shared/ holds the wire schemas: it imports no other package of the project.', '^shared/', '^(server|clients)/'),
     forbid('base-imports-no-layer', 'config and log are read by every layer and depend on none.', BASE, [
-      layer('db', 'domain', 'catalog', 'auth', 'events', 'api', 'http'),
+      layer('db', 'domain', 'catalog', 'auth', 'events', 'webhooks', 'api', 'http'),
       APP,
     ]),
-    forbid('db-below-domain', 'db/ knows tables, not the rules of the product.', `${SERVER}db/`, [layer('domain', 'catalog', 'auth', 'events', 'api', 'http'), APP]),
-    forbid('domain-below-infrastructure', 'domain/ and catalog/ are used by events, auth and the API; they do not reach back.', layer('domain', 'catalog'), [
-      layer('auth', 'events', 'api', 'http'),
+    forbid('db-below-domain', 'db/ knows tables, not the rules of the product.', `${SERVER}db/`, [layer('domain', 'catalog', 'auth', 'events', 'webhooks', 'api', 'http'), APP]),
+    forbid('domain-below-infrastructure', 'domain/ and catalog/ are used by events, webhooks, auth and the API; they do not reach back.', layer('domain', 'catalog'), [
+      layer('auth', 'events', 'webhooks', 'api', 'http'),
       APP,
     ]),
+    forbid('webhooks-apart', 'webhooks/ (the delivery worker) sits beside auth/ and events/: none of them imports another.', `${SERVER}webhooks/`, layer('auth', 'events')),
+    forbid('others-apart-from-webhooks', 'webhooks/ sits beside auth/ and events/: none of them imports another.', layer('auth', 'events'), `${SERVER}webhooks/`),
     forbid('auth-and-events-apart', 'auth/ and events/ sit side by side: neither imports the other.', `${SERVER}auth/`, `${SERVER}events/`),
     forbid('events-and-auth-apart', 'auth/ and events/ sit side by side: neither imports the other.', `${SERVER}events/`, `${SERVER}auth/`),
-    forbid('auth-and-events-below-api', 'auth/ and events/ do not know the tRPC layer or HTTP.', layer('auth', 'events'), [layer('api', 'http'), APP]),
+    forbid('auth-and-events-below-api', 'auth/, events/ and webhooks/ do not know the tRPC layer or HTTP.', layer('auth', 'events', 'webhooks'), [layer('api', 'http'), APP]),
     forbid('api-below-http', 'api/ (the tRPC router and its context) does not know Express or the HTTP layer.', `${SERVER}api/`, [layer('http'), APP]),
     forbid('http-below-app', 'http/ does not know how the server is started or administered.', `${SERVER}http/`, APP),
     forbid('server-imports-no-client', 'The server does not import its clients.', '^server/', '^clients/'),

@@ -66,6 +66,23 @@ const Secret = z
     'must be at least 32 random bytes written as hex (64 or more digits) or base64url (43 or more characters), e.g. the output of `openssl rand -hex 32`',
   );
 
+/** The default retry schedule of webhook deliveries (contract 5.13): delays after each failure. */
+const DEFAULT_RETRY_SCHEDULE = '5s,5m,30m,2h,5h,10h,10h';
+const DURATION_UNITS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 } as const;
+
+/** Comma-separated durations in ms, s, m or h (e.g. `5s,5m,30m`), as milliseconds; at most 50 of them, each at most 7 days. */
+const RetrySchedule = z.string().transform((text, ctx): number[] => {
+  const delays = text.split(',').map((part) => {
+    const match = /^\s*([0-9]+)(ms|s|m|h)\s*$/.exec(part);
+    return match ? Number(match[1]) * DURATION_UNITS[match[2] as keyof typeof DURATION_UNITS] : Number.NaN;
+  });
+  if (delays.length > 50 || delays.some((delay) => !Number.isSafeInteger(delay) || delay > 7 * 86_400_000)) {
+    ctx.addIssue({ code: 'custom', message: 'must be comma-separated durations such as 5s,5m,30m,2h (units ms, s, m, h; at most 50, each at most 7 days)' });
+    return z.NEVER;
+  }
+  return delays;
+});
+
 /** Every setting, read from the environment; names are those of the README's configuration table. */
 const Env = z.object({
   HOST: z.string().min(1).default('127.0.0.1'),
@@ -109,6 +126,13 @@ const Env = z.object({
   LOUPE_CATALOG_WATCH: bool.default(true),
   LOUPE_TRUST_PROXY: TrustProxy.default(false),
   LOUPE_SECRET: Secret.optional(),
+  LOUPE_WEBHOOK_RETRY_SCHEDULE: RetrySchedule.prefault(DEFAULT_RETRY_SCHEDULE),
+  LOUPE_WEBHOOK_ALLOW_HTTP: bool.default(false),
+  LOUPE_WEBHOOK_ALLOW_PRIVATE: bool.default(false),
+  LOUPE_WEBHOOK_TIMEOUT_MS: int(100, 600_000).default(10_000),
+  LOUPE_WEBHOOK_CONCURRENCY: int(1, 1_000).default(16),
+  LOUPE_WEBHOOK_POLL_MS: int(10, 600_000).default(1_000),
+  LOUPE_WEBHOOK_RETENTION_DAYS: int(1, 3_650).default(7),
 });
 
 /** How long the database may take: to connect (or lend a connection), per statement, idle in a transaction (PostgreSQL). */
@@ -170,6 +194,25 @@ export type Config = {
   trustProxy: false | number | string[];
   /** LOUPE_SECRET; when unset, the server uses the one kept in its database (db/server-secret.ts). */
   secret: string | undefined;
+  webhooks: WebhookSettings;
+};
+
+/** How webhook deliveries are made (contract 5.13). */
+export type WebhookSettings = {
+  /** Delays after each failed attempt, in ms; after the last one a delivery is failed. */
+  retrySchedule: number[];
+  /** http:// urls accepted (else https:// only). */
+  allowHttp: boolean;
+  /** Loopback, private, link-local and other non-public addresses accepted (else refused at every attempt). */
+  allowPrivate: boolean;
+  /** The longest one attempt may take, connection to response head. */
+  timeoutMs: number;
+  /** Attempts one process makes at once. */
+  concurrency: number;
+  /** How often a process looks for due deliveries when nothing woke it. */
+  pollMs: number;
+  /** How long finished deliveries (and events no delivery needs) are kept. */
+  retentionDays: number;
 };
 
 export class ConfigError extends Error {}
@@ -234,5 +277,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     watchCatalog: e.LOUPE_CATALOG_WATCH,
     trustProxy: e.LOUPE_TRUST_PROXY,
     secret: e.LOUPE_SECRET,
+    webhooks: {
+      retrySchedule: e.LOUPE_WEBHOOK_RETRY_SCHEDULE,
+      allowHttp: e.LOUPE_WEBHOOK_ALLOW_HTTP,
+      allowPrivate: e.LOUPE_WEBHOOK_ALLOW_PRIVATE,
+      timeoutMs: e.LOUPE_WEBHOOK_TIMEOUT_MS,
+      concurrency: e.LOUPE_WEBHOOK_CONCURRENCY,
+      pollMs: e.LOUPE_WEBHOOK_POLL_MS,
+      retentionDays: e.LOUPE_WEBHOOK_RETENTION_DAYS,
+    },
   };
 }

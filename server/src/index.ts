@@ -1,4 +1,4 @@
-export { startServer, type RunningServer } from './server.ts';
+export { startServer, type RunningServer, type ServerParts } from './server.ts';
 export { loadConfig, ConfigError, type Config } from './config.ts';
 export { openDatabase, migrate, dialectOf, unitOfWork, type Orm, type Em } from './db/orm.ts';
 export { parseCatalog, CatalogError } from './catalog/catalog.ts';

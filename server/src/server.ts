@@ -19,6 +19,10 @@ import { checkStreamAccessPeriodically } from './events/stream-access-check.ts';
 import { StreamSlots } from './events/stream-slots.ts';
 import { heapBudgetOf } from './domain/heap-budget.ts';
 import { RuleBackfillWorker } from './domain/rule-backfill.ts';
+import { lookup } from 'node:dns/promises';
+import type { ResolveHost } from './domain/webhook-addresses.ts';
+import { SecretBox } from './domain/webhook-secrets.ts';
+import { DeliveryWorker } from './webhooks/delivery-worker.ts';
 
 export type RunningServer = {
   url: string;
@@ -27,12 +31,18 @@ export type RunningServer = {
   close(): Promise<void>;
 };
 
-export async function startServer(config: Config, log: Logger = createLogger(config.logLevel)): Promise<RunningServer> {
+/** Parts a test may replace: the resolver of webhook hosts (to make a name resolve as the test says). */
+export type ServerParts = { resolveHost?: ResolveHost };
+
+/** The system's resolver, every address of the host. */
+const systemResolve: ResolveHost = (hostname) => lookup(hostname, { all: true, verbatim: true });
+
+export async function startServer(config: Config, log: Logger = createLogger(config.logLevel), parts: ServerParts = {}): Promise<RunningServer> {
   const catalog = new ModelCatalog(config.modelCatalogPath, log);
   // Before anything opens the file: a second server process on it stops here.
   const lock = dialectOf(config.databaseUrl) === 'sqlite' ? lockSqliteFile(config.databaseUrl.slice('sqlite:'.length)) : undefined;
   try {
-    return await serve(config, log, catalog, lock?.release);
+    return await serve({ config, log, catalog, parts }, lock?.release);
   } catch (error) {
     catalog.close();
     lock?.release();
@@ -40,16 +50,22 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   }
 }
 
-async function serve(config: Config, log: Logger, catalog: ModelCatalog, unlock = () => {}): Promise<RunningServer> {
+type Serving = { config: Config; log: Logger; catalog: ModelCatalog; parts: ServerParts };
+
+async function serve({ config, log, catalog, parts }: Serving, unlock = () => {}): Promise<RunningServer> {
   const orm = await openDatabase(config.databaseUrl, config.dbPoolSize, { timeouts: config.dbTimeouts });
-  let cursorSeal: CursorSeal;
+  let secret: string;
   try {
-    cursorSeal = new CursorSeal(await serverSecret(orm, config.secret));
+    secret = await serverSecret(orm, config.secret);
   } catch (error) {
     await orm.close(true);
     throw error;
   }
-  const queueEvents = createQueueEvents(config, log);
+  const cursorSeal = new CursorSeal(secret);
+  const box = new SecretBox(secret);
+  const resolve = parts.resolveHost ?? systemResolve;
+  const worker = new DeliveryWorker({ db: orm.em, settings: config.webhooks, box, resolve, log });
+  const queueEvents = createQueueEvents(config, log, (events) => worker.written(events));
   const { backfillChunk: chunk, backfillPauseMs: pauseMs, backfillPollMs: pollMs, backfillLeaseMs: leaseMs } = config.rules;
   const ruleBackfills = new RuleBackfillWorker({ db: orm.em, events: queueEvents, log, settings: { chunk, pauseMs, pollMs, leaseMs } });
   const services: Services = {
@@ -63,12 +79,15 @@ async function serve(config: Config, log: Logger, catalog: ModelCatalog, unlock 
     cursorSeal,
     heapBudget: heapBudgetOf(config.limits.bodyBudget, config.limits.bodyShare),
     ruleBackfills,
+    webhooks: { box, resolve, worker },
   };
   // Listening before the first request: a subscription opened right after start-up misses nothing.
   await waitAtMost(services.queueEvents.ready(), config.dbTimeouts.connectMs);
   if (config.watchCatalog) catalog.watch();
   ruleBackfills.start();
   const stopStreamAccessCheck = checkStreamAccessPeriodically(orm.em, services.eventStreams, config.eventStreams.recheckMs, log);
+  // Deliveries left by a previous run (or by other processes) are sent from now on.
+  worker.start();
   const { listener, drained } = createApp(services);
   const { connections, limits } = config;
   const server: Server = createServer(
@@ -106,6 +125,8 @@ async function serve(config: Config, log: Logger, catalog: ModelCatalog, unlock 
       // clients reconnect (to another process, or to this service once it is back).
       services.queueEvents.endStreams();
       stopStreamAccessCheck();
+      // Attempts under way end now; their deliveries are due again at once, for any process.
+      const workerClosed = worker.close();
       // Their keep-alive connections (and any other) close as soon as they go idle, instead of at
       // the shutdown timeout; a client reconnecting meanwhile would otherwise hold them open.
       const idleSweep = setInterval(() => server.closeIdleConnections(), 50);
@@ -118,6 +139,7 @@ async function serve(config: Config, log: Logger, catalog: ModelCatalog, unlock 
       // A response's access line and metrics are written when it closes, which can come after
       // the server's own close callback.
       await drained();
+      await workerClosed;
       clearTimeout(timer);
       await ruleBackfills.stop();
       catalog.close();

@@ -13,3 +13,4 @@ export * from './feedback.ts';
 export * from './agreement.ts';
 export * from './queue-events.ts';
 export * from './queue-rules.ts';
+export * from './webhooks.ts';

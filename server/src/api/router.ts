@@ -6,6 +6,7 @@ import { feedbackRouter } from './routers/feedback.ts';
 import { meRouter } from './routers/me.ts';
 import { modelsRouter } from './routers/models.ts';
 import { projectsRouter } from './routers/projects.ts';
+import { webhooksRouter } from './routers/webhooks.ts';
 import { createCallerFactory, router } from './trpc.ts';
 
 export const appRouter = router({
@@ -16,6 +17,7 @@ export const appRouter = router({
   me: meRouter,
   models: modelsRouter,
   projects: projectsRouter,
+  webhooks: webhooksRouter,
 });
 
 export const createCaller = createCallerFactory(appRouter);

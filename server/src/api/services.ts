@@ -7,6 +7,9 @@ import type { HeapBudget } from '../domain/heap-budget.ts';
 import type { QueueEventBus } from '../events/queue-event-bus.ts';
 import type { StreamSlots } from '../events/stream-slots.ts';
 import type { Logger } from '../log.ts';
+import type { ResolveHost } from '../domain/webhook-addresses.ts';
+import type { SecretBox } from '../domain/webhook-secrets.ts';
+import type { DeliveryWorker } from '../webhooks/delivery-worker.ts';
 
 /** What every request can reach: long-lived parts built once at start-up. */
 export type Services = {
@@ -24,4 +27,6 @@ export type Services = {
   heapBudget: HeapBudget;
   /** This process's worker of queue rules' backfills: woken when a rule is created or changed here. */
   ruleBackfills: { wake(): void };
+  /** Webhooks: the box their secrets are sealed in, the resolver their hosts are checked with, this process's delivery worker. */
+  webhooks: { box: SecretBox; resolve: ResolveHost; worker: DeliveryWorker };
 };

@@ -327,11 +327,80 @@ export const AuthFailureRecord = defineEntity({
   indexes: [{ name: 'auth_failures_window_ends_idx', properties: ['windowEnds'] }],
 });
 
+/** A project's webhook (contract 5.13). Secrets are sealed under the server key (domain/webhook-secrets.ts). */
+export const WebhookRecord = defineEntity({
+  name: 'WebhookRecord',
+  tableName: 'webhooks',
+  properties: {
+    id: p.text().primary(),
+    projectId: p.text(),
+    url: p.text(),
+    events: p.json<string[]>(),
+    description: p.text().nullable(),
+    secret: p.text(),
+    previousSecret: p.text().nullable(),
+    previousSecretExpiresAt: p.datetime().nullable(),
+    disabledAt: p.datetime().nullable(),
+    disabledReason: p.text().nullable(),
+    /** When the current run of failed attempts began; null after a success. */
+    failingSince: p.datetime().nullable(),
+    createdBy: p.text(),
+    createdAt: p.datetime(),
+    updatedAt: p.datetime(),
+    deletedAt: p.datetime().nullable(),
+  },
+  indexes: [{ name: 'webhooks_project_idx', properties: ['projectId', 'createdAt'], where: LIVE }],
+});
+
+/** An event, written in the transaction of the change that caused it (the outbox). */
+export const WebhookEventRecord = defineEntity({
+  name: 'WebhookEventRecord',
+  tableName: 'webhook_events',
+  properties: {
+    id: p.text().primary(),
+    projectId: p.text(),
+    type: p.text(),
+    /** The payload's JSON text as written (not jsonb: every attempt sends the same bytes). */
+    data: p.text(),
+    createdAt: p.datetime(),
+  },
+  indexes: [{ name: 'webhook_events_created_idx', properties: ['createdAt'] }],
+});
+
+/**
+ * One event to one webhook: its state, attempts, and the lease of the process attempting it. A
+ * pending delivery, and only a pending one, has a next attempt (the two indexes rest on that).
+ */
+export const WebhookDeliveryRecord = defineEntity({
+  name: 'WebhookDeliveryRecord',
+  tableName: 'webhook_deliveries',
+  properties: {
+    id: p.text().primary(),
+    webhookId: p.text(),
+    eventId: p.text(),
+    state: p.text(),
+    attempts: p.type('integer'),
+    lastStatus: p.type('integer').nullable(),
+    lastError: p.text().nullable(),
+    nextAttemptAt: p.datetime().nullable(),
+    leaseOwner: p.text().nullable(),
+    leaseExpiresAt: p.datetime().nullable(),
+    createdAt: p.datetime(),
+    updatedAt: p.datetime(),
+  },
+  uniques: [{ name: 'webhook_deliveries_event_uq', properties: ['eventId', 'webhookId'] }],
+  indexes: [
+    { name: 'webhook_deliveries_due_idx', properties: ['nextAttemptAt'], where: 'next_attempt_at is not null' },
+    { name: 'webhook_deliveries_webhook_idx', properties: ['webhookId', 'createdAt', 'id'] },
+    { name: 'webhook_deliveries_finished_idx', properties: ['updatedAt'], where: 'next_attempt_at is null' },
+  ],
+});
+
 /** The entities of a dialect's schema. */
 export function entitiesOf(dialect: 'sqlite' | 'postgresql') {
   const shared = [
     User, ApiKey, EntityRecord, Membership, Project, Call, AnnotationSpecRecord, AnnotationQueueRecord, AnnotationQueueAssigneeRecord, AnnotationQueueItemRecord,
-    AnnotationItemProgressRecord, FeedbackRecord, ServerSecret, QueueRuleRecord, QueueRuleDayRecord,
+    AnnotationItemProgressRecord, FeedbackRecord, ServerSecret, QueueRuleRecord, QueueRuleDayRecord, WebhookRecord, WebhookEventRecord, WebhookDeliveryRecord,
   ];
   return dialect === 'postgresql' ? [...shared, AuthFailureRecord] : shared;
 }

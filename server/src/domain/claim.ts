@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { AnnotationQueueItem, QueueAccess } from '@loupe/shared';
 import { lockClause, onPostgres, sqlDate, sqlRows, type SqlScope } from '../db/sql.ts';
 import { sql, type Statement } from '../db/statement.ts';
-import { publishingTransaction, queueEvent, type QueueEventPublisher } from './queue-events.ts';
+import { itemProgressed, publishingTransaction, queueEvent, type QueueEventPublisher } from './queue-events.ts';
 import { isTransactionConflict } from '../db/unavailable.ts';
 import { queueWriteLockTerm } from './annotation-queues.ts';
 import { requiredOfQueue } from './coverage.ts';
@@ -120,7 +120,7 @@ async function claimOnce(db: SqlScope, { userId, blind, projectId, queueId, even
           }
         }
         await recordProgress(tx, candidate, { annotatorId: userId, state: 'in_progress', action: 'insert', leaseSeconds: queue.lease_seconds, now });
-        record(queueEvent('progress', { projectId, queueId, itemId: candidate.id }));
+        record(queueEvent('progress', { projectId, queueId, itemId: candidate.id }), itemProgressed({ item: candidate, annotatorId: userId, state: 'in_progress' }));
         return toItemDto({ ...candidate, state: 'in_progress', state_annotator_user_id: userId });
       }
     }

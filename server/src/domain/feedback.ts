@@ -28,8 +28,9 @@ import { decodeCursor, encodeCursor, keyset, keysetOrder, queryFingerprint, type
 import { cursorPage, type CursorPage, type Page } from './paging.ts';
 import { budgetedPage, jsonDensity } from './answer-budget.ts';
 import { newId } from './ids.ts';
-import { publishingTransaction, type QueueBusEvent, type QueueEventPublisher } from './queue-events.ts';
+import { publishingTransaction, type QueueEventPublisher, type RecordEvent } from './queue-events.ts';
 import { addFeedbackRuleItems } from './rule-items.ts';
+import { feedbackCreated, writeWebhookEvents, type WrittenEvent } from './webhook-outbox.ts';
 
 const CHUNK = 1000;
 const COLUMNS = [
@@ -229,8 +230,8 @@ type StoredResult = { id: string; project_id: string; request_hash: string; crea
 async function store(
   tx: SqlScope,
   prepared: readonly Prepared[],
-  { userId, now, where, record }: { userId: string; now: Date; where: Where; record: (event: QueueBusEvent) => void },
-): Promise<StoredBatch<FeedbackCreateRes>> {
+  { userId, now, where, record }: { userId: string; now: Date; where: Where; record: RecordEvent },
+): Promise<Stored> {
   const positions = firstPositions(prepared, (index, first) =>
     invalid(`${where(index)}id "${prepared[index]!.id}" repeats batch[${first}] with different content.`),
   );
@@ -270,8 +271,15 @@ async function store(
     },
     conflict: (p) => conflict(`${where(prepared.indexOf(p))}id "${p.id}" already exists in ${p.projectId} with different content.`),
   });
-  // Queue rules with trigger "feedback" (5.10) add the calls the new records name, in this transaction.
-  await addFeedbackRuleItems(tx, { feedback: unique.filter((p) => !retries.has(p.key)).map((p) => ({ projectId: p.projectId, id: p.id })), now, record });
+  // The records this request created (not those a retry found stored): queue rules with trigger
+  // "feedback" (5.10) add the calls they name, and they are announced to webhooks (5.13), both in
+  // this transaction.
+  const created = unique.filter((p) => !retries.has(p.key));
+  await addFeedbackRuleItems(tx, { feedback: created.map((p) => ({ projectId: p.projectId, id: p.id })), now, record });
+  const announced = await writeWebhookEvents(tx, feedbackCreated(created.map((p) => ({
+    project_id: p.projectId, id: p.id, feedback_type: p.element.feedback_type, svc_ref: p.element.svc_ref,
+    call_ref: p.element.call_ref ?? null, queue_id: p.queueId, svc_user_id: userId,
+  }))));
   const createdAt = now.toISOString();
   const results = prepared.map((p): FeedbackCreateRes => {
     const row = retries.get(p.key);
@@ -283,10 +291,22 @@ async function store(
       payload: jsonFromSql<Record<string, unknown>>(row.payload),
     };
   });
-  return { results, newRecords: unique.length - retries.size };
+  return { results, newRecords: unique.length - retries.size, announced };
 }
 
-/** Who writes which records, how large one payload may be, and where the queue events of rules' items go. */
+/** A stored batch, and the webhook events of `feedback.created` its transaction wrote. */
+type Stored = StoredBatch<FeedbackCreateRes> & { announced: WrittenEvent[] };
+
+/** Wakes this process's webhook deliveries after a commit that wrote feedback events. */
+function committed<T extends Stored>(stored: T, events: QueueEventPublisher): T {
+  if (stored.announced.length) events.webhooksWritten(stored.announced);
+  return stored;
+}
+
+/**
+ * Who writes which records, how large one payload may be, and where the events go: the queue
+ * events of items that rules add, and the wake-up of webhook deliveries.
+ */
 type FeedbackWrite<T> = { userId: string; maxPayloadBytes: number; events: QueueEventPublisher } & T;
 
 /** `POST /feedback/batch/create`: all or nothing, idempotent by id (contract 4.2). */
@@ -297,7 +317,7 @@ export async function createFeedbackBatch(
   if (!batch.length) return { results: [], newRecords: 0 };
   const now = new Date();
   const prepared = await prepare(em, batch, { maxPayloadBytes, where: inBatch });
-  return publishingTransaction(em, events, (tx, record) => store(tx, prepared, { userId, now, where: inBatch, record }));
+  return committed(await publishingTransaction(em, events, (tx, record) => store(tx, prepared, { userId, now, where: inBatch, record })), events);
 }
 
 /** `POST /feedback/create`: one record, with the batch's rules. */
@@ -306,7 +326,7 @@ export async function createFeedback(
   { userId, element, maxPayloadBytes, events }: FeedbackWrite<{ element: FeedbackCreateReq }>,
 ): Promise<FeedbackCreateRes> {
   const prepared = await prepare(em, [element], { maxPayloadBytes, where: single });
-  const [result] = (await publishingTransaction(em, events, (tx, record) => store(tx, prepared, { userId, now: new Date(), where: single, record }))).results;
+  const [result] = committed(await publishingTransaction(em, events, (tx, record) => store(tx, prepared, { userId, now: new Date(), where: single, record })), events).results;
   return result!;
 }
 
@@ -319,13 +339,13 @@ export async function replaceFeedback(
   { userId, element, feedbackId, maxPayloadBytes, events, ownOnly = false }: FeedbackWrite<{ element: FeedbackCreateReq; feedbackId: string; ownOnly?: boolean }>,
 ): Promise<FeedbackCreateRes> {
   const prepared = await prepare(em, [element], { maxPayloadBytes, where: single });
-  return publishingTransaction(em, events, async (tx, record) => {
+  const stored = await publishingTransaction(em, events, async (tx, record) => {
     if (ownOnly) await requireOwnRecords(tx, { projectId: element.project_id, ids: [feedbackId.toLowerCase()], userId });
     const removed = await sqlRun(tx, sql`delete from feedback where project_id = ${element.project_id} and id = ${feedbackId.toLowerCase()}`);
     if (!removed) throw notFound(`Feedback "${feedbackId}" does not exist in project ${element.project_id}.`);
-    const [result] = (await store(tx, prepared, { userId, now: new Date(), where: single, record })).results;
-    return result!;
+    return store(tx, prepared, { userId, now: new Date(), where: single, record });
   });
+  return committed(stored, events).results[0]!;
 }
 
 /** 403 when any of these records is another user's (contract 5.11: an annotator changes only their own). */

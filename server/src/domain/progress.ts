@@ -1,7 +1,7 @@
 import type { AnnotationQueueItem, AnnotationQueueItemProgressReq, ProgressState } from '@loupe/shared';
 import { onPostgres, sqlDate, sqlRows, sqlRun, type SqlScope } from '../db/sql.ts';
 import { sql } from '../db/statement.ts';
-import { publishingTransaction, queueEvent, type QueueEventPublisher } from './queue-events.ts';
+import { itemProgressed, publishingTransaction, queueEvent, type QueueEventPublisher } from './queue-events.ts';
 import { invalid, notFound } from './errors.ts';
 import { blindItem, ITEM_COLUMNS, itemRefOf, liveItem, queueIsLive, toItemDto, type ItemRow } from './queue-items.ts';
 import { mayWorkTerm, notAnAssignee } from './queue-access.ts';
@@ -89,7 +89,7 @@ export async function updateProgress(
     if (decision.action === 'reject') throw invalid(decision.reason);
     if (decision.action === 'none') return shownTo(toItemDto(item));
     const shown = await recordProgress(tx, item, { annotatorId: userId, state: req.annotation_state, action: decision.action, leaseSeconds: item.lease_seconds });
-    record(queueEvent('progress', itemRefOf(req)));
+    record(queueEvent('progress', itemRefOf(req)), itemProgressed({ item, annotatorId: userId, state: req.annotation_state }));
     if (!shown) return shownTo(toItemDto(await liveItem(tx, itemRefOf(req))));
     return toItemDto({ ...item, state: req.annotation_state, state_annotator_user_id: userId });
   });

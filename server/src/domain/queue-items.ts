@@ -158,6 +158,7 @@ export async function addItems(
   const now = sqlDate(db, new Date());
   const displayFields = JSON.stringify(req.display_fields ?? []);
   const added = new Set<string>();
+  const addedItemIds: string[] = [];
   await publishingTransaction(db, events, async (tx, record) => {
     // Checked again after the queue's write lock: a delete may have come since the check above.
     await lockQueuesForWrite(tx, [req.queue_id]);
@@ -170,17 +171,26 @@ export async function addItems(
         const itemId = newId();
         return sql`(${sql.list([itemId, req.project_id, req.queue_id, id, call.started_at, call.ended_at ?? null, call.op_name, call.trace_id, displayFields, userId, now, userId, now, coveragePoint(itemId)])})`;
       });
-      const inserted = await sqlRows<{ call_id: string }>(tx,
+      const inserted = await sqlRows<{ id: string; call_id: string }>(tx,
         sql`insert into annotation_queue_items (id, project_id, queue_id, call_id, call_started_at, call_ended_at, call_op_name,
            call_trace_id, display_fields, added_by, created_at, created_by, updated_at, coverage_point)
          values ${sql.join(rows, ', ')}
          on conflict (queue_id, call_id) where deleted_at is null do nothing
-         returning call_id`,
+         returning id, call_id`,
       );
-      for (const row of inserted) added.add(row.call_id);
+      for (const row of inserted) {
+        added.add(row.call_id);
+        addedItemIds.push(row.id);
+      }
     }
     // One event for the whole add, without item ids: clients refetch the queue's items anyway.
-    if (added.size) record(queueEvent('items_added', { projectId: req.project_id, queueId: req.queue_id }));
+    // Webhooks get the ids (rule_id: null, added by hand).
+    if (added.size) {
+      record(
+        queueEvent('items_added', { projectId: req.project_id, queueId: req.queue_id }),
+        { type: 'annotation_queue.items.added', data: { project_id: req.project_id, queue_id: req.queue_id, item_ids: addedItemIds, rule_id: null } },
+      );
+    }
   });
   return {
     added_count: added.size,

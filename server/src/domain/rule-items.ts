@@ -3,7 +3,7 @@ import { inList, jsonFromSql, sqlDate, sqlRows, sqlRun, type SqlScope } from '..
 import { sql, type Statement } from '../db/statement.ts';
 import { lockQueuesForWrite } from './annotation-queues.ts';
 import { callFilterConditions, jsonConditions } from './call-filter.ts';
-import { queueEvent, type QueueBusEvent } from './queue-events.ts';
+import { queueEvent, type RecordEvent } from './queue-events.ts';
 import { isSampled } from './rule-sampling.ts';
 import { newId } from './ids.ts';
 
@@ -109,7 +109,7 @@ async function rowsMeeting<R extends { id: string; flags: string }>(
 export type RuleMatches = { rule: ActiveRule; considered: number; matched: CallFields[] };
 
 /** What a write adds to the rules' counts, and where its events go. */
-export type RuleWrite = { now: Date; record: (event: QueueBusEvent) => void };
+export type RuleWrite = { now: Date; record: RecordEvent };
 
 /** Newly stored calls: the rules with trigger "call" of their projects add the matching, sampled ones. */
 export async function addCallRuleItems(tx: SqlScope, { calls, now, record }: RuleWrite & { calls: readonly { projectId: string; id: string }[] }): Promise<void> {
@@ -237,7 +237,6 @@ export async function addRuleItems(
         matched = queue_rule_days.matched + excluded.matched, sampled_out = queue_rule_days.sampled_out + excluded.sampled_out
       returning rule_id, added`);
   const addedToday = new Map(days.map((row) => [row.rule_id, Number(row.added)]));
-  const addedTo = new Set<string>();
   for (const [index, { rule, considered, matched }] of ordered.entries()) {
     const outcome: RuleOutcome = { considered, matched: matched.length, sampledOut: matched.length - sampled[index]!.length, capped: 0, added: 0 };
     outcomes.set(rule.id, outcome);
@@ -247,15 +246,19 @@ export async function addRuleItems(
     const room = rule.maxItemsPerDay === null ? fresh.length : Math.max(0, rule.maxItemsPerDay - (addedToday.get(rule.id) ?? 0));
     const taken = fresh.slice(0, room);
     outcome.capped = fresh.length - taken.length;
-    outcome.added = await insertItems(tx, { rule, calls: taken, at });
+    const itemIds = await insertItems(tx, { rule, calls: taken, at });
+    outcome.added = itemIds.length;
     if (!outcome.added && !outcome.capped) continue;
     await sqlRun(tx, updateDay({ ruleId: rule.id, day, outcome, at }));
-    if (outcome.added) addedTo.add(`${rule.projectId}\u0000${rule.queueId}`);
-  }
-  // One event per queue, without item ids, as an add by hand: clients refetch the queue's items.
-  for (const key of addedTo) {
-    const [projectId, queueId] = key.split('\u0000') as [string, string];
-    record(queueEvent('items_added', { projectId, queueId }));
+    // One event per rule that added items: live streams refetch the queue's items (as after an add
+    // by hand), webhooks get the ids and the rule (contract 5.13).
+    if (itemIds.length) {
+      const place = { projectId: rule.projectId, queueId: rule.queueId };
+      record(queueEvent('items_added', place), {
+        type: 'annotation_queue.items.added',
+        data: { project_id: rule.projectId, queue_id: rule.queueId, item_ids: itemIds, rule_id: rule.id },
+      });
+    }
   }
   return outcomes;
 }
@@ -279,20 +282,21 @@ async function neverInQueue(tx: SqlScope, queueId: string, calls: readonly CallF
 }
 
 /** Items of the rule for these calls; a call a concurrent add put in the queue meanwhile is left out. Returns how many were added. */
-async function insertItems(tx: SqlScope, { rule, calls, at }: { rule: ActiveRule; calls: readonly CallFields[]; at: unknown }): Promise<number> {
-  let added = 0;
+/** Inserts the rule's items for these calls, none twice in the queue; returns the new items' ids. */
+async function insertItems(tx: SqlScope, { rule, calls, at }: { rule: ActiveRule; calls: readonly CallFields[]; at: unknown }): Promise<string[]> {
+  const added: string[] = [];
   for (let i = 0; i < calls.length; i += CHUNK) {
     const rows = calls.slice(i, i + CHUNK).map((call) => {
       const values = [newId(), rule.projectId, rule.queueId, call.id, call.started_at, call.ended_at ?? null, call.op_name, call.trace_id, '[]', rule.createdBy, rule.id, at, rule.createdBy, at];
       return sql`(${sql.list(values)})`;
     });
-    const inserted = await sqlRows<{ call_id: string }>(tx,
+    const inserted = await sqlRows<{ id: string }>(tx,
       sql`insert into annotation_queue_items (id, project_id, queue_id, call_id, call_started_at, call_ended_at, call_op_name,
          call_trace_id, display_fields, added_by, rule_id, created_at, created_by, updated_at)
        values ${sql.join(rows, ', ')}
        on conflict (queue_id, call_id) where deleted_at is null do nothing
-       returning call_id`);
-    added += inserted.length;
+       returning id`);
+    for (const row of inserted) added.push(row.id);
   }
   return added;
 }

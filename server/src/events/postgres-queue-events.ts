@@ -5,6 +5,7 @@ import { secretMasker } from '../db/database-url.ts';
 import type { Logger } from '../log.ts';
 import { LocalFanout } from './local-fanout.ts';
 import { QueueBusEvent, type QueueEventPublisher } from '../domain/queue-events.ts';
+import type { WebhookWake, WrittenEvent } from '../domain/webhook-outbox.ts';
 import { QUEUE_EVENTS_CHANNEL, type EventTopic, type QueueEventBus } from './queue-event-bus.ts';
 
 const RECONNECT_FIRST_MS = 100;
@@ -33,6 +34,7 @@ class PostgresQueueEvents implements QueueEventBus {
   readonly #mask: (text: string) => string;
   readonly #connectMs: number;
   readonly #log: Logger;
+  readonly #webhooksWritten: WebhookWake['webhooksWritten'];
   #client: pg.Client | undefined;
   readonly #lost = new WeakSet<pg.Client>();
   #closed = false;
@@ -43,7 +45,8 @@ class PostgresQueueEvents implements QueueEventBus {
   #listening!: Promise<void>;
   #markListening!: () => void;
 
-  constructor(databaseUrl: string, connectMs: number, log: Logger) {
+  constructor({ databaseUrl, connectMs, log, webhooksWritten }: PostgresBusOptions) {
+    this.#webhooksWritten = webhooksWritten;
     this.#databaseUrl = databaseUrl;
     this.#mask = secretMasker(databaseUrl);
     this.#connectMs = connectMs;
@@ -58,6 +61,10 @@ class PostgresQueueEvents implements QueueEventBus {
 
   committed(): void {
     // The database delivers (to this process too, through its LISTEN connection).
+  }
+
+  webhooksWritten(events: readonly WrittenEvent[]): void {
+    this.#webhooksWritten(events);
   }
 
   subscribe(topic: EventTopic, subscriber: Parameters<QueueEventBus['subscribe']>[1]): () => void {
@@ -172,8 +179,13 @@ async function notifyQueueEvents(tx: SqlScope, events: readonly QueueBusEvent[])
 export const notifyOnlyPublisher: QueueEventPublisher = {
   publish: (tx, events) => (onPostgres(tx) ? notifyQueueEvents(tx, events) : Promise.resolve()),
   committed: () => {},
+  // The servers' delivery workers find the events at their next poll.
+  webhooksWritten: () => {},
 };
 
-export function postgresQueueEvents(databaseUrl: string, connectMs: number, log: Logger): QueueEventBus {
-  return new PostgresQueueEvents(databaseUrl, connectMs, log);
+/** The database, how long connecting may take, the log, and whom to tell of webhook events written. */
+type PostgresBusOptions = { databaseUrl: string; connectMs: number; log: Logger; webhooksWritten: WebhookWake['webhooksWritten'] };
+
+export function postgresQueueEvents(options: PostgresBusOptions): QueueEventBus {
+  return new PostgresQueueEvents(options);
 }

@@ -24,7 +24,8 @@ describeEachBackend('project access on every operation', (backend) => {
   let requests: Request[];
 
   beforeAll(async () => {
-    server = await startTestServer(backend);
+    // Webhooks to loopback (a closed port), so that one can be made here.
+    server = await startTestServer(backend, { LOUPE_WEBHOOK_ALLOW_HTTP: 'true', LOUPE_WEBHOOK_ALLOW_PRIVATE: 'true' });
     owner = await createUser(server, { entity: ENTITY, role: 'member' });
     viewer = await createUser(server, { entity: ENTITY, role: 'viewer' });
     outsider = await createUser(server, { entity: 'elsewhere', role: 'admin' });
@@ -42,6 +43,9 @@ describeEachBackend('project access on every operation', (backend) => {
     const stored = (await as('POST', '/feedback/create', feedback)).body.id as string;
     const q = `project_id=${encodeURIComponent(PROJECT)}`;
     const rule = (await as('POST', `/annotation_queues/${queue}/rules`, { project_id: PROJECT, name: 'r', trigger: 'call', filter: { op_names: ['none'] } })).body.rule.id as string;
+    const hook = { project_id: PROJECT, url: 'http://127.0.0.1:9/hook', events: ['*'] };
+    const webhook = (await as('POST', '/webhooks', hook)).body.webhook.id as string;
+    const delivery = (await as('POST', `/webhooks/${webhook}/test`, { project_id: PROJECT })).body.delivery.id as string;
 
     requests = [
       { method: 'POST', path: '/calls/batch/create', body: { batch: [call(`call-${randomUUID()}`)] }, access: 'write' },
@@ -76,6 +80,15 @@ describeEachBackend('project access on every operation', (backend) => {
       { method: 'POST', path: '/feedback/purge', body: { project_id: PROJECT, ids: [stored] }, access: 'write' },
       { method: 'POST', path: '/feedback/replace', body: { ...feedback, feedback_id: stored }, access: 'write' },
       { method: 'POST', path: '/projects/users', body: { project_id: PROJECT, user_ids: [owner.user_id] }, access: 'read' },
+      // Webhooks are members' business, reads too: a url may carry a receiver's credentials.
+      { method: 'POST', path: '/webhooks', body: hook, access: 'write' },
+      { method: 'POST', path: '/webhooks/query', body: { project_id: PROJECT }, access: 'write' },
+      { method: 'PUT', path: `/webhooks/${webhook}`, body: { project_id: PROJECT, description: 'x' }, access: 'write' },
+      { method: 'DELETE', path: `/webhooks/${webhook}?${q}`, access: 'write' },
+      { method: 'POST', path: `/webhooks/${webhook}/rotate-secret`, body: { project_id: PROJECT }, access: 'write' },
+      { method: 'POST', path: `/webhooks/${webhook}/test`, body: { project_id: PROJECT }, access: 'write' },
+      { method: 'POST', path: `/webhooks/${webhook}/deliveries/query`, body: { project_id: PROJECT }, access: 'write' },
+      { method: 'POST', path: `/webhooks/${webhook}/deliveries/${delivery}/retry`, body: { project_id: PROJECT }, access: 'write' },
     ];
   });
   afterAll(() => server?.stop());
@@ -154,6 +167,8 @@ function template(path: string): string {
   if (parts[1] === 'annotation_queues' && parts[3] === 'items' && parts.length > 4 && !['query', 'claim', 'annotations', 'finished', 'assign'].includes(parts[4]!)) names[4] = '{item_id}';
   if (parts[1] === 'annotation_queues' && parts[3] === 'rules' && parts.length > 4 && !['query', 'preview'].includes(parts[4]!)) names[4] = '{rule_id}';
   if (parts[1] === 'calls' && parts.length === 3 && parts[2] !== 'query') names[2] = '{call_id}';
+  if (parts[1] === 'webhooks' && parts.length > 2 && parts[2] !== 'query') names[2] = '{id}';
+  if (parts[1] === 'webhooks' && parts[3] === 'deliveries' && parts.length > 5) names[4] = '{delivery_id}';
   return parts.map((part, index) => names[index] ?? part).join('/');
 }
 

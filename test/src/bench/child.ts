@@ -10,13 +10,14 @@ export type Target = { name: string; url: string; stop(): Promise<unknown> };
 
 /**
  * The real Loupe server over a new SQLite file, logging at LOUPE_LOG_LEVEL (default info) into
- * `logFile` exactly as in production: the benchmark must pay for what production pays for.
+ * `logFile` exactly as in production: the benchmark must pay for what production pays for. `env`
+ * adds settings.
  */
-export async function startLoupe(databaseUrl: string, logFile: string): Promise<Target & { server: ChildServer }> {
+export async function startLoupe(databaseUrl: string, logFile: string, env: Record<string, string> = {}): Promise<Target & { server: ChildServer }> {
   const server = await startChildServer({
     databaseUrl,
     logFile,
-    env: { LOUPE_LOG_LEVEL: process.env.LOUPE_LOG_LEVEL ?? 'info' },
+    env: { LOUPE_LOG_LEVEL: process.env.LOUPE_LOG_LEVEL ?? 'info', ...env },
   });
   return { name: 'loupe', url: server.url, server, stop: () => server.stop() };
 }

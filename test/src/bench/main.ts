@@ -13,6 +13,7 @@ import { itemsQueryBenchmark } from './items-query.ts';
 import { agreementBenchmark } from './agreement.ts';
 import { webBenchmark } from './web.ts';
 import { rulesBenchmark } from './rules.ts';
+import { webhooksBenchmark } from './webhooks.ts';
 import { printSection, runInfo, writeSection, type Section, type Settings } from './report.ts';
 import { positiveInt } from '../harness/env-settings.ts';
 
@@ -31,6 +32,7 @@ const BENCHMARKS: Record<string, (settings: Settings, workDir: string) => Promis
   rules: rulesBenchmark,
   cli: cliBenchmark,
   web: webBenchmark,
+  webhooks: webhooksBenchmark,
 };
 const RESULTS_DIR = fileURLToPath(new URL('../../bench-results/', import.meta.url));
 

@@ -1,5 +1,5 @@
 import { Writable } from 'node:stream';
-import { loadConfig, startServer, type RunningServer } from '@loupe/server';
+import { loadConfig, startServer, type RunningServer, type ServerParts } from '@loupe/server';
 import { pino } from 'pino';
 import { freshDatabase, type Backend, type TestDatabase } from './databases.ts';
 
@@ -15,9 +15,10 @@ export type TestServer = {
 
 /**
  * The real server, in this process, on port 0, over a fresh database of the given backend, or over
- * `shared`, a database the caller made (and drops: stop leaves it), e.g. for a restart.
+ * `shared`, a database the caller made (and drops: stop leaves it), e.g. for a restart. `parts`
+ * replaces parts of the server (the resolver of webhook hosts).
  */
-export async function startTestServer(backend: Backend, env: Record<string, string> = {}, shared?: TestDatabase): Promise<TestServer> {
+export async function startTestServer(backend: Backend, env: Record<string, string> = {}, shared?: TestDatabase, parts: ServerParts = {}): Promise<TestServer> {
   const database = shared ?? (await freshDatabase(backend));
   const config = loadConfig({ ...env, DATABASE_URL: database.url, PORT: '0', LOUPE_CATALOG_WATCH: env.LOUPE_CATALOG_WATCH ?? 'false' });
   const logs: Record<string, unknown>[] = [];
@@ -28,7 +29,7 @@ export async function startTestServer(backend: Backend, env: Record<string, stri
     },
   });
   const log = pino({ level: 'info', base: { service: 'loupe' } }, sink);
-  const server = await startServer(config, log);
+  const server = await startServer(config, log, parts);
   return {
     url: server.url,
     backend,

@@ -37,7 +37,8 @@ describeEachBackend('a client generated from the API document', (backend) => {
 
   beforeAll(async () => {
     answered.clear();
-    server = await startTestServer(backend);
+    // Webhooks to loopback (a port nobody listens on: every attempt is refused at once).
+    server = await startTestServer(backend, { LOUPE_WEBHOOK_ALLOW_HTTP: 'true', LOUPE_WEBHOOK_ALLOW_PRIVATE: 'true' });
     member = await createUser(server, { entity: 'acme', role: 'member' });
     viewer = await createUser(server, { entity: 'acme', role: 'viewer' });
   });
@@ -288,6 +289,40 @@ describeEachBackend('a client generated from the API document', (backend) => {
     const deleted = await client.DELETE('/annotation_queues/{queue_id}/rules/{rule_id}', { params: { path: { queue_id, rule_id }, query: { project_id } } });
     expect(deleted.data?.rule.id).toBe(rule_id);
     expect((await client.DELETE('/annotation_queues/{queue_id}/rules/{rule_id}', { params: { path: { queue_id, rule_id }, query: { project_id } } })).response.status).toBe(404);
+  });
+
+  it('manages webhooks and their deliveries, with their errors', async () => {
+    const client = api(member.api_key);
+    const url = 'http://127.0.0.1:9/hook';
+    const created = await client.POST('/webhooks', { body: { project_id, url, events: ['feedback.created'] } });
+    expect(created.response.status).toBe(200);
+    const id = created.data!.webhook.id;
+    expect((await client.POST('/webhooks', { body: { project_id, url: 'ftp://example.com/', events: ['*'] } })).response.status).toBe(400);
+    expect((await client.POST('/webhooks/query', { body: { project_id } })).data?.webhooks.map((w) => w.id)).toEqual([id]);
+    expect((await api(viewer.api_key).POST('/webhooks/query', { body: { project_id } })).response.status).toBe(403);
+    const missing = { path: { id: randomUUID() } };
+    expect((await client.PUT('/webhooks/{id}', { params: { path: { id } }, body: { project_id, description: 'ci' } })).data?.webhook.description).toBe('ci');
+    expect((await client.PUT('/webhooks/{id}', { params: missing, body: { project_id } })).response.status).toBe(404);
+    expect((await client.POST('/webhooks/{id}/rotate-secret', { params: { path: { id } }, body: { project_id } })).response.status).toBe(200);
+    expect((await client.POST('/webhooks/{id}/rotate-secret', { params: missing, body: { project_id } })).response.status).toBe(404);
+    const tested = await client.POST('/webhooks/{id}/test', { params: { path: { id } }, body: { project_id } });
+    expect(tested.response.status).toBe(200);
+    expect((await client.POST('/webhooks/{id}/test', { params: missing, body: { project_id } })).response.status).toBe(404);
+    // The attempt is refused by the closed port at once; then the delivery waits for its retry.
+    let deliveries = await client.POST('/webhooks/{id}/deliveries/query', { params: { path: { id } }, body: { project_id } });
+    for (let i = 0; i < 100 && deliveries.data!.deliveries[0]!.attempts === 0; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      deliveries = await client.POST('/webhooks/{id}/deliveries/query', { params: { path: { id } }, body: { project_id } });
+    }
+    expect(deliveries.data!.deliveries[0]).toMatchObject({ type: 'webhook.test', attempts: 1, last_error: 'the request failed: ECONNREFUSED' });
+    expect((await client.POST('/webhooks/{id}/deliveries/query', { params: missing, body: { project_id } })).response.status).toBe(404);
+    const deliveryId = tested.data!.delivery.id;
+    const retried = await client.POST('/webhooks/{id}/deliveries/{delivery_id}/retry', { params: { path: { id, delivery_id: deliveryId } }, body: { project_id } });
+    expect(retried.response.status).toBe(200);
+    const unknown = await client.POST('/webhooks/{id}/deliveries/{delivery_id}/retry', { params: { path: { id, delivery_id: randomUUID() } }, body: { project_id } });
+    expect(unknown.response.status).toBe(404);
+    expect((await client.DELETE('/webhooks/{id}', { params: { path: { id }, query: { project_id } } })).response.status).toBe(200);
+    expect((await client.DELETE('/webhooks/{id}', { params: { path: { id }, query: { project_id } } })).response.status).toBe(404);
   });
 
   it('saw every operation answer with success and with an error, each as the document describes it', () => {

@@ -61,3 +61,21 @@ describe('LOUPE_SECRET', () => {
     }
   });
 });
+
+describe('LOUPE_WEBHOOK_RETRY_SCHEDULE', () => {
+  const schedule = (value?: string) => loadConfig(value === undefined ? {} : { LOUPE_WEBHOOK_RETRY_SCHEDULE: value }).webhooks.retrySchedule;
+
+  it('defaults to the contract schedule: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h', () => {
+    expect(schedule()).toEqual([5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000]);
+  });
+
+  it('takes comma-separated durations in ms, s, m or h', () => {
+    expect(schedule('100ms, 2s,3m,1h')).toEqual([100, 2_000, 180_000, 3_600_000]);
+  });
+
+  it('refuses anything else at start-up, naming the variable', () => {
+    for (const value of ['5', '5d', '1s,,2s', '-1s', '1.5s', '200h', `${'1s,'.repeat(50)}1s`]) {
+      expect(() => schedule(value), value).toThrow(/LOUPE_WEBHOOK_RETRY_SCHEDULE: must be comma-separated durations/);
+    }
+  });
+});

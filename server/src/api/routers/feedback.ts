@@ -40,7 +40,12 @@ export const feedbackRouter = router({
       return {
       res: answerNewRecords(
         ctx.res,
-        await createFeedbackBatch(ctx.unitOfWork(), { userId: ctx.user.id, batch: input.batch, maxPayloadBytes: ctx.services.config.limits.payloadBytes, events: ctx.services.queueEvents }),
+        await createFeedbackBatch(ctx.unitOfWork(), {
+          userId: ctx.user.id,
+          batch: input.batch,
+          maxPayloadBytes: ctx.services.config.limits.payloadBytes,
+          events: ctx.services.queueEvents,
+        }),
       ),
       };
     }),

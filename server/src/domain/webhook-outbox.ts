@@ -1,0 +1,149 @@
+import {
+  FEEDBACK_CREATED_MAX_RECORDS,
+  type DeliveredEventType,
+  type FeedbackCreatedData,
+  type ItemProgressData,
+  type ItemsAddedData,
+  type QueueCompletedData,
+  type WebhookTestData,
+} from '@loupe/shared';
+import { jsonFromSql, onPostgres, sqlDate, sqlRows, sqlRun, type SqlScope } from '../db/sql.ts';
+import { sql } from '../db/statement.ts';
+import { newId } from './ids.ts';
+
+// The outbox of webhooks (contract 5.13): a write that causes events writes them, and one pending
+// delivery per subscribed webhook, in its own transaction. So an event exists if and only if its
+// change committed (a failed write announces nothing; a crash after the commit loses nothing),
+// and the delivery workers (webhooks/) send what they find here. A project without webhooks costs
+// one indexed read per write that causes events, and nothing is stored.
+
+/** What a write announces: an event type and its thin payload (ids, not contents). */
+export type WebhookAnnouncement =
+  | { type: 'feedback.created'; data: FeedbackCreatedData }
+  | { type: 'annotation_queue.item.progress'; data: ItemProgressData }
+  | { type: 'annotation_queue.items.added'; data: ItemsAddedData }
+  | { type: 'annotation_queue.completed'; data: QueueCompletedData }
+  | { type: 'webhook.test'; data: WebhookTestData };
+
+/** An event as written: what a delivery's body is made of. */
+export type WrittenEvent = { id: string; type: DeliveredEventType; createdAt: Date; dataText: string };
+
+/**
+ * Told after a commit that wrote webhook events, with them: this process's delivery worker looks
+ * at once instead of at its next poll, and need not read their payloads back (a speed-up only:
+ * every process polls, and reads what it does not hold).
+ */
+export type WebhookWake = { webhooksWritten(events: readonly WrittenEvent[]): void };
+
+/** A live, enabled webhook of a project and what it subscribes to. */
+type Subscriber = { id: string; events: string[] };
+
+/**
+ * Writes the events of `announcements` that some live, enabled webhook of their project
+ * subscribes to, each with one pending delivery per such webhook, due now. Progress that finished
+ * the last unfinished item of a queue adds `annotation_queue.completed`. Runs inside the
+ * caller's transaction; returns the events written.
+ */
+export async function writeWebhookEvents(tx: SqlScope, announcements: readonly WebhookAnnouncement[]): Promise<WrittenEvent[]> {
+  const written: WrittenEvent[] = [];
+  if (!announcements.length) return written;
+  const byProject = new Map<string, WebhookAnnouncement[]>();
+  for (const announcement of announcements) {
+    const list = byProject.get(announcement.data.project_id);
+    if (list) list.push(announcement);
+    else byProject.set(announcement.data.project_id, [announcement]);
+  }
+  const now = new Date();
+  for (const [projectId, list] of byProject) {
+    const subscribers = await subscribersOf(tx, projectId);
+    if (!subscribers.length) continue;
+    const to = (type: DeliveredEventType) => subscribers.filter((hook) => hook.events.includes(type) || hook.events.includes('*')).map((hook) => hook.id);
+    const events = [...list];
+    if (to('annotation_queue.completed').length) events.push(...(await completions(tx, list)));
+    for (const event of events) {
+      const webhookIds = to(event.type);
+      if (webhookIds.length) written.push((await insertEvent(tx, { event, webhookIds, now })).event);
+    }
+  }
+  return written;
+}
+
+async function subscribersOf(tx: SqlScope, projectId: string): Promise<Subscriber[]> {
+  const rows = await sqlRows<{ id: string; events: unknown }>(tx,
+    sql`select id, events from webhooks where project_id = ${projectId} and deleted_at is null and disabled_at is null`);
+  return rows.map((row) => ({ id: row.id, events: jsonFromSql<string[]>(row.events) }));
+}
+
+/** Writes one event and its deliveries to the given webhooks. */
+export async function insertEvent(
+  tx: SqlScope,
+  { event, webhookIds, now }: { event: WebhookAnnouncement; webhookIds: readonly string[]; now: Date },
+): Promise<{ event: WrittenEvent; deliveryIds: string[] }> {
+  const eventId = newId();
+  const at = sqlDate(tx, now);
+  const dataText = JSON.stringify(event.data);
+  await sqlRun(tx, sql`insert into webhook_events (id, project_id, type, data, created_at)
+    values (${eventId}, ${event.data.project_id}, ${event.type}, ${dataText}, ${at})`);
+  const deliveryIds = webhookIds.map(() => newId());
+  const rows = webhookIds.map((webhookId, index) => sql`(${sql.list([deliveryIds[index], webhookId, eventId, 'pending', 0, at, at, at])})`);
+  await sqlRun(tx, sql`insert into webhook_deliveries (id, webhook_id, event_id, state, attempts, next_attempt_at, created_at, updated_at)
+    values ${sql.join(rows, ', ')}`);
+  return { event: { id: eventId, type: event.type, createdAt: now, dataText }, deliveryIds };
+}
+
+/** Finished states of a progress record: an annotator's work on the item is over. */
+const FINISHED = new Set(['completed', 'skipped']);
+
+/**
+ * `annotation_queue.completed` for each queue whose last unfinished item these progress writes
+ * finished: the item became done with this write (its finishing annotators now number exactly its
+ * quota), and no live item of the queue is left short of its quota.
+ *
+ * PostgreSQL: the check runs under a per-queue lock held to the commit, so that of two writes
+ * finishing a queue's last two items at once, the one that checks second sees the other's commit
+ * (under read committed, each sees only committed work): the event is written once, by it.
+ * SQLite's transactions run one at a time.
+ */
+async function completions(tx: SqlScope, list: readonly WebhookAnnouncement[]): Promise<WebhookAnnouncement[]> {
+  const finishing = new Map<string, ItemProgressData>();
+  for (const event of list) {
+    if (event.type === 'annotation_queue.item.progress' && FINISHED.has(event.data.annotation_state)) finishing.set(event.data.queue_id, event.data);
+  }
+  const completed: WebhookAnnouncement[] = [];
+  for (const [queueId, progress] of finishing) {
+    const [item] = await sqlRows<{ finishers: number | string; required: number }>(tx,
+      sql`select (select count(*) from annotation_item_progress p where p.item_id = ${progress.item_id} and p.state in ('completed', 'skipped')) as finishers,
+           q.annotations_per_item as required
+         from annotation_queues q where q.id = ${queueId} and q.deleted_at is null`);
+    if (!item || Number(item.finishers) !== Number(item.required)) continue;
+    if (onPostgres(tx)) await sqlRows(tx, sql`select pg_advisory_xact_lock(hashtextextended(${`webhook completion ${queueId}`}, 0))`);
+    // Newest first: items are claimed in queue order, so the unfinished ones are mostly the newest.
+    const [unfinished] = await sqlRows<{ id: string }>(tx,
+      sql`select i.id from annotation_queue_items i join annotation_queues q on q.id = i.queue_id
+         where i.queue_id = ${queueId} and i.deleted_at is null
+           and (select count(*) from annotation_item_progress p where p.item_id = i.id and p.state in ('completed', 'skipped')) < q.annotations_per_item
+         order by i.created_at desc, i.id desc limit 1`);
+    if (unfinished) continue;
+    const [total] = await sqlRows<{ n: number | string }>(tx,
+      sql`select count(*) as n from annotation_queue_items where queue_id = ${queueId} and deleted_at is null`);
+    completed.push({ type: 'annotation_queue.completed', data: { project_id: progress.project_id, queue_id: queueId, total_items: Number(total?.n ?? 0) } });
+  }
+  return completed;
+}
+
+/** `feedback.created` events of newly stored records: per project, at most 1,000 records each. */
+export function feedbackCreated(records: readonly (FeedbackCreatedData['feedback'][number] & { project_id: string })[]): WebhookAnnouncement[] {
+  const byProject = new Map<string, FeedbackCreatedData['feedback']>();
+  for (const { project_id, ...record } of records) {
+    const list = byProject.get(project_id);
+    if (list) list.push(record);
+    else byProject.set(project_id, [record]);
+  }
+  const events: WebhookAnnouncement[] = [];
+  for (const [projectId, feedback] of byProject) {
+    for (let i = 0; i < feedback.length; i += FEEDBACK_CREATED_MAX_RECORDS) {
+      events.push({ type: 'feedback.created', data: { project_id: projectId, feedback: feedback.slice(i, i + FEEDBACK_CREATED_MAX_RECORDS) } });
+    }
+  }
+  return events;
+}
