@@ -4,6 +4,7 @@ import { sql, type Statement } from '../db/statement.ts';
 import { lockQueuesForWrite } from './annotation-queues.ts';
 import { callFilterConditions, jsonConditions } from './call-filter.ts';
 import { queueEvent, type RecordEvent } from './queue-events.ts';
+import { coveragePoint } from './coverage.ts';
 import { isSampled } from './rule-sampling.ts';
 import { newId } from './ids.ts';
 
@@ -287,12 +288,13 @@ async function insertItems(tx: SqlScope, { rule, calls, at }: { rule: ActiveRule
   const added: string[] = [];
   for (let i = 0; i < calls.length; i += CHUNK) {
     const rows = calls.slice(i, i + CHUNK).map((call) => {
-      const values = [newId(), rule.projectId, rule.queueId, call.id, call.started_at, call.ended_at ?? null, call.op_name, call.trace_id, '[]', rule.createdBy, rule.id, at, rule.createdBy, at];
+      const itemId = newId();
+      const values = [itemId, rule.projectId, rule.queueId, call.id, call.started_at, call.ended_at ?? null, call.op_name, call.trace_id, '[]', rule.createdBy, rule.id, at, rule.createdBy, at, coveragePoint(itemId)];
       return sql`(${sql.list(values)})`;
     });
     const inserted = await sqlRows<{ id: string }>(tx,
       sql`insert into annotation_queue_items (id, project_id, queue_id, call_id, call_started_at, call_ended_at, call_op_name,
-         call_trace_id, display_fields, added_by, rule_id, created_at, created_by, updated_at)
+         call_trace_id, display_fields, added_by, rule_id, created_at, created_by, updated_at, coverage_point)
        values ${sql.join(rows, ', ')}
        on conflict (queue_id, call_id) where deleted_at is null do nothing
        returning id`);

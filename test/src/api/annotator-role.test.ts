@@ -5,6 +5,7 @@ import { callRefOf, createSpec } from '../harness/feedback.ts';
 import { client, createUser, rest, type CreatedKeyForTest } from '../harness/http.ts';
 import { addItems, claim, createCalls, createQueue, progress, projectQuery, queryItems } from '../harness/queues.ts';
 import { startTestServer, type TestServer } from '../harness/server.ts';
+import { operationTemplate } from '../harness/operation-paths.ts';
 
 // The annotator role (contract 5.11) through every door: an annotator tries each operation of the
 // API document. They claim, annotate and post progress in the queues open to them (open queues,
@@ -37,7 +38,7 @@ describeEachBackend('the annotator role on every operation', (backend) => {
   let specRef: string;
 
   beforeAll(async () => {
-    server = await startTestServer(backend);
+    server = await startTestServer(backend, { LOUPE_WEBHOOK_ALLOW_HTTP: 'true', LOUPE_WEBHOOK_ALLOW_PRIVATE: 'true' });
     owner = await createUser(server, { entity: ENTITY, role: 'member' });
     annotator = await createUser(server, { entity: ENTITY, role: 'annotator' });
     other = await createUser(server, { entity: ENTITY, role: 'annotator' });
@@ -69,6 +70,11 @@ describeEachBackend('the annotator role on every operation', (backend) => {
     const q = `project_id=${encodeURIComponent(PROJECT)}`;
     const mine = { project_id: PROJECT, svc_ref: callRefOf(PROJECT, 'c1'), feedback_type: 'svc.annotation.ok', annotation_ref: specRef, queue_id: openQueue, payload: { value: true } };
     const [c1, c2] = openItems as [{ id: string; call_id: string }, { id: string; call_id: string }];
+    const ruleBody = { project_id: PROJECT, name: 'r', trigger: 'call', filter: { op_names: ['none'] } };
+    const rule = (await as(owner, 'POST', `/annotation_queues/${openQueue}/rules`, ruleBody)).body.rule.id as string;
+    const hook = { project_id: PROJECT, url: 'http://127.0.0.1:9/hook', events: ['*'] };
+    const webhook = (await as(owner, 'POST', '/webhooks', hook)).body.webhook.id as string;
+    const delivery = (await as(owner, 'POST', `/webhooks/${webhook}/test`, { project_id: PROJECT })).body.delivery.id as string;
     requests = [
       { method: 'POST', path: '/calls/batch/create', body: { batch: [{ project_id: PROJECT, id: `x-${randomUUID()}`, op_name: 'chat', started_at: '2026-01-01T00:00:00.000Z' }] }, expect: 'refused', why: 'stores calls' },
       { method: 'GET', path: `/calls/c1?${q}`, expect: 'allowed', why: 'the call of an item of an open queue' },
@@ -106,6 +112,19 @@ describeEachBackend('the annotator role on every operation', (backend) => {
       { method: 'POST', path: '/feedback/purge', body: { project_id: PROJECT, ids: [othersFeedback] }, expect: 'refused', why: "another's record" },
       { method: 'POST', path: '/feedback/replace', body: { ...mine, feedback_id: othersFeedback }, expect: 'refused', why: "another's record" },
       { method: 'POST', path: '/feedback/replace', body: { ...mine, feedback_id: ownFeedback }, expect: 'allowed', why: 'changes their own answer' },
+      { method: 'POST', path: `/annotation_queues/${openQueue}/rules`, body: ruleBody, expect: 'refused', why: 'creates a rule' },
+      { method: 'POST', path: `/annotation_queues/${openQueue}/rules/query`, body: { project_id: PROJECT }, expect: 'refused', why: "a queue's rules are its owners' business" },
+      { method: 'POST', path: `/annotation_queues/${openQueue}/rules/preview`, body: { project_id: PROJECT, trigger: 'call', filter: { op_names: ['chat'] } }, expect: 'refused', why: 'counts calls beyond their queues' },
+      { method: 'PUT', path: `/annotation_queues/${openQueue}/rules/${rule}`, body: { project_id: PROJECT, enabled: false }, expect: 'refused', why: 'changes a rule' },
+      { method: 'DELETE', path: `/annotation_queues/${openQueue}/rules/${rule}?${q}`, expect: 'refused', why: 'deletes a rule' },
+      { method: 'POST', path: '/webhooks', body: hook, expect: 'refused', why: 'creates a webhook' },
+      { method: 'POST', path: '/webhooks/query', body: { project_id: PROJECT }, expect: 'refused', why: 'webhooks are members\' business' },
+      { method: 'PUT', path: `/webhooks/${webhook}`, body: { project_id: PROJECT, description: 'x' }, expect: 'refused', why: 'changes a webhook' },
+      { method: 'DELETE', path: `/webhooks/${webhook}?${q}`, expect: 'refused', why: 'deletes a webhook' },
+      { method: 'POST', path: `/webhooks/${webhook}/rotate-secret`, body: { project_id: PROJECT }, expect: 'refused', why: 'rotates a secret' },
+      { method: 'POST', path: `/webhooks/${webhook}/test`, body: { project_id: PROJECT }, expect: 'refused', why: 'sends an event' },
+      { method: 'POST', path: `/webhooks/${webhook}/deliveries/query`, body: { project_id: PROJECT }, expect: 'refused', why: 'deliveries' },
+      { method: 'POST', path: `/webhooks/${webhook}/deliveries/${delivery}/retry`, body: { project_id: PROJECT }, expect: 'refused', why: 'sends again' },
       { method: 'POST', path: '/projects/users', body: { project_id: PROJECT, user_ids: [owner.user_id] }, expect: 'allowed', why: 'names' },
       { method: 'POST', path: '/projects/query', body: {}, expect: 'allowed', why: 'their projects' },
       { method: 'GET', path: '/me', expect: 'allowed', why: 'themselves' },
@@ -117,7 +136,7 @@ describeEachBackend('the annotator role on every operation', (backend) => {
   it('has a request for every operation of the API document', async () => {
     const document = (await rest(server, 'GET', '/openapi.json')).body as { paths: Record<string, Record<string, unknown>> };
     const operations = Object.entries(document.paths).flatMap(([path, methods]) => Object.keys(methods).map((method) => `${method.toUpperCase()} ${path}`));
-    expect(new Set(requests.map((request) => `${request.method} ${template(request.path)}`))).toEqual(new Set(operations));
+    expect(new Set(requests.map((request) => `${request.method} ${operationTemplate(request.path)}`))).toEqual(new Set(operations));
   });
 
   it('answers each as the role allows (403 for every other write, agreement and queues not open to them), and no answer holds another annotator\'s work', async () => {
@@ -199,12 +218,3 @@ describeEachBackend('the annotator role on every operation', (backend) => {
 });
 
 /** `/annotation_queues/abc/items?x` → `/annotation_queues/{queue_id}/items`: the document's path of a request. */
-function template(path: string): string {
-  const [bare] = path.split('?');
-  const parts = bare!.split('/');
-  const names: Record<number, string> = {};
-  if (parts[1] === 'annotation_queues' && parts.length > 2 && !['query', 'stats', 'mine'].includes(parts[2]!)) names[2] = '{queue_id}';
-  if (parts[1] === 'annotation_queues' && parts[3] === 'items' && parts.length > 4 && !['query', 'claim', 'annotations', 'finished', 'assign'].includes(parts[4]!)) names[4] = '{item_id}';
-  if (parts[1] === 'calls' && parts.length === 3 && parts[2] !== 'query') names[2] = '{call_id}';
-  return parts.map((part, index) => names[index] ?? part).join('/');
-}

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeEachBackend } from '../harness/backends.ts';
 import { createUser, rest, type CreatedKeyForTest } from '../harness/http.ts';
 import { startTestServer, type TestServer } from '../harness/server.ts';
+import { operationTemplate } from '../harness/operation-paths.ts';
 
 // Every operation on a project's data checks the caller's access to that project in one place
 // (the project procedure builders of api/project-procedures.ts). This test holds every such
@@ -100,7 +101,7 @@ describeEachBackend('project access on every operation', (backend) => {
         .filter(([, operation]) => namesProject(operation))
         .map(([method]) => `${method.toUpperCase()} ${path}`),
     );
-    const covered = requests.map((request) => `${request.method} ${template(request.path)}`);
+    const covered = requests.map((request) => `${request.method} ${operationTemplate(request.path)}`);
     expect(new Set(covered)).toEqual(new Set(scoped));
   });
 
@@ -159,18 +160,6 @@ function namesProject(operation: Operation): boolean {
 }
 
 /** `/annotation_queues/abc/items?x` → `/annotation_queues/{queue_id}/items`: the document's path of a request. */
-function template(path: string): string {
-  const [bare] = path.split('?');
-  const parts = bare!.split('/');
-  const names: Record<number, string> = {};
-  if (parts[1] === 'annotation_queues' && parts.length > 2 && !['query', 'stats', 'mine'].includes(parts[2]!)) names[2] = '{queue_id}';
-  if (parts[1] === 'annotation_queues' && parts[3] === 'items' && parts.length > 4 && !['query', 'claim', 'annotations', 'finished', 'assign'].includes(parts[4]!)) names[4] = '{item_id}';
-  if (parts[1] === 'annotation_queues' && parts[3] === 'rules' && parts.length > 4 && !['query', 'preview'].includes(parts[4]!)) names[4] = '{rule_id}';
-  if (parts[1] === 'calls' && parts.length === 3 && parts[2] !== 'query') names[2] = '{call_id}';
-  if (parts[1] === 'webhooks' && parts.length > 2 && parts[2] !== 'query') names[2] = '{id}';
-  if (parts[1] === 'webhooks' && parts[3] === 'deliveries' && parts.length > 5) names[4] = '{delivery_id}';
-  return parts.map((part, index) => names[index] ?? part).join('/');
-}
 
 function call(id: string) {
   return { project_id: PROJECT, id, op_name: 'chat', started_at: '2026-01-01T00:00:00.000Z', inputs: { q: 'hi' }, output: { a: 'hello' } };
