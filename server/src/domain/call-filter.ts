@@ -28,17 +28,18 @@ export function callFilterConditions(db: SqlScope, filter: CallFilter): Statemen
 }
 
 /**
- * PostgreSQL: `calls_text_vector`, the function the GIN index `calls_text_idx` is on
- * (Migration0011CallText), so the index answers it. plainto_tsquery reads the text as words only
- * (no operators) and requires all of them.
+ * PostgreSQL: `text_vector`, each call's stored text-search vector, which the GIN index
+ * `calls_text_idx` is on (Migration0013CallFilterIndexes). plainto_tsquery reads the text as words
+ * only (no operators) and requires all of them.
  */
 function postgresText(text: string): Statement {
-  return sql`calls_text_vector(inputs, output) @@ plainto_tsquery('simple', ${text})`;
+  return sql`text_vector @@ plainto_tsquery('simple', ${text})`;
 }
 
 /**
- * SQLite: the FTS5 table `calls_text` (Migration0011CallText) holds each call's string values
- * under the call's rowid. Each whitespace-separated piece of the text becomes one quoted FTS5
+ * SQLite: the FTS5 table `calls_text` (Migration0013CallFilterIndexes) holds each call's string
+ * values under the call's rowid: the matches are rowids read from the index alone, and a call is
+ * tested by the rowid its index entries carry. Each whitespace-separated piece of the text becomes one quoted FTS5
  * string (a phrase of its words, `"` doubled), so nothing of the input is FTS5 syntax: `OR`,
  * `NEAR`, `*` and `"` are searched as text. Pieces without a letter or digit are dropped.
  */
@@ -48,7 +49,7 @@ function sqliteText(text: string): Statement {
     .filter((piece) => /[\p{L}\p{N}]/u.test(piece))
     .map((piece) => `"${piece.replaceAll('"', '""')}"`)
     .join(' ');
-  return sql`(project_id, id) in (select project_id, call_id from calls_text where calls_text match ${match})`;
+  return sql`calls.rowid in (select rowid from calls_text where calls_text match ${match})`;
 }
 
 /** `["gen_ai", "request", "model"]` of `gen_ai.request.model`. */

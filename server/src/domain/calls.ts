@@ -216,6 +216,7 @@ export async function queryCalls(db: SqlScope, query: CallQueryReq, page: Page):
       name: (id) => callName(query.project_id, id),
       limit: page.limit,
       offset: page.offset,
+      keysFirst: true,
       budget: page.bytes,
       room: page.room,
     },
