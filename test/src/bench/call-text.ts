@@ -1,21 +1,22 @@
 import { join } from 'node:path';
 import { positiveInt } from '../harness/env-settings.ts';
-import { freshDatabase, postgresAvailable, withClient, type Backend } from '../harness/databases.ts';
+import { freshDatabase, postgresAvailable, withClient, type Backend, type TestDatabase } from '../harness/databases.ts';
 import { basicAuth, call } from './bench-rest.ts';
 import { buildTextProject, callId, NEEDLE, NEEDLE_EVERY, needleCalls, textOwner, type TextProject } from './call-text-fixture.ts';
-import { startLoupe } from './child.ts';
+import { startLoupe, type Target } from './child.ts';
 import { median, type Section, type Settings } from './report.ts';
 import { measureSequence, type PlannedRequest, type SequenceMeasurement } from './sequence-load.ts';
 
 // How POST /calls/query with a full-text `text` grows with the project (contract 5.1: "its cost
 // does not grow with the project's size"): p50/p95 of a page of 50 calls whose inputs hold a word
-// that 1 call in NEEDLE_EVERY holds, and of the next page by its cursor. One server process, one
-// database: first a project of 10,000 calls, measured while it is all the database holds; then a
-// project of 1,000,000 calls is written beside it and both are measured, in alternating rounds.
-// The target compares the large project with the small one alone — the database as it grows — and
-// the small one is measured again beside the large one, since both databases' text indexes are
-// one per database, not per project. One request at a time, so that a latency is the query's and
-// not time spent queueing.
+// that 1 call in NEEDLE_EVERY holds, and of the next page by its cursor. One server process and
+// database holds a project of 1,000,000 calls and one of 10,000 beside it; a second holds only a
+// project of 10,000 — the database before it grew. The three are measured in alternating rounds
+// (the machine's speed drifts over minutes, so figures taken at different times do not compare),
+// and the target compares the large project with the small one alone: both databases' text
+// indexes are one per database, not per project, so the small project beside the large one
+// shares some of its cost. One request at a time, so that a latency is the query's and not time
+// spent queueing.
 
 const SMALL = 10_000;
 /** BENCH_TEXT_CALLS sets the large project's size, for a quick look. */
@@ -33,8 +34,8 @@ const CASES: Case[] = [
   { name: 'text, next page by cursor', cursor: true },
 ];
 
-/** Which project, and what else the database held then. */
-type Subject = { project: TextProject; label: string };
+/** A project on a server, and what else its database holds. */
+type Subject = { project: TextProject; label: string; url: string; key: string };
 
 type Row = { database: Backend; case: string; project: string; p50_ms: number; p95_ms: number; p99_ms: number; rps: number; rounds: SequenceMeasurement[] };
 
@@ -62,18 +63,18 @@ async function pageRequest(url: string, key: string, project: TextProject, c: Ca
   return () => request;
 }
 
-type Run = { backend: Backend; url: string; key: string; settings: Settings; problems: string[] };
+type Run = { backend: Backend; settings: Settings; problems: string[] };
 
 /** Each case on each subject: a warm-up, then rounds alternating which subject goes first. */
 async function measureSubjects(run: Run, subjects: readonly Subject[]): Promise<Row[]> {
-  const { backend, url, key, settings, problems } = run;
+  const { backend, settings, problems } = run;
   const seconds = Math.min(settings.seconds, MAX_SECONDS);
   const rows: Row[] = [];
   for (const c of CASES) {
     const requests = new Map<Subject, () => PlannedRequest>();
-    for (const subject of subjects) requests.set(subject, await pageRequest(url, key, subject.project, c));
+    for (const subject of subjects) requests.set(subject, await pageRequest(subject.url, subject.key, subject.project, c));
     const measureOne = async (subject: Subject, length: number) => {
-      const m = await measureSequence({ url, seconds: length, connections: CONNECTIONS, expectStatus: 200, next: requests.get(subject)! });
+      const m = await measureSequence({ url: subject.url, seconds: length, connections: CONNECTIONS, expectStatus: 200, next: requests.get(subject)! });
       for (const p of m.problems) problems.push(`${c.name}, ${subject.label} (${backend}): ${p}`);
       return m;
     };
@@ -109,29 +110,44 @@ async function settle(backend: Backend, databaseUrl: string): Promise<void> {
   if (backend === 'postgresql') await withClient(databaseUrl, (client) => client.query('analyze calls'));
 }
 
-const ALONE = `${SMALL.toLocaleString('en')} calls, alone`;
+const ALONE = `${SMALL.toLocaleString('en')} calls, alone in its database`;
 const BESIDE = `${SMALL.toLocaleString('en')} calls, beside ${LARGE.toLocaleString('en')}`;
 const LARGE_LABEL = `${LARGE.toLocaleString('en')} calls`;
 
-async function measureDatabase(backend: Backend, settings: Settings, workDir: string, problems: string[]): Promise<{ rows: Row[]; projects: TextProject[] }> {
+/** A new database of the backend with Loupe serving it; `stop` ends both. */
+async function serveDatabase(backend: Backend, logFile: string): Promise<{ database: TestDatabase; loupe: Target; stop(): Promise<void> }> {
   const database = await freshDatabase(backend);
-  const loupe = await startLoupe(database.url, join(workDir, `loupe-call-text-${backend}.log`)).catch(async (error) => {
+  const loupe = await startLoupe(database.url, logFile).catch(async (error) => {
     await database.drop();
     throw error;
   });
+  return { database, loupe, stop: async () => { await loupe.stop(); await database.drop(); } };
+}
+
+async function measureDatabase(backend: Backend, settings: Settings, workDir: string, problems: string[]): Promise<{ rows: Row[]; projects: TextProject[] }> {
+  const grown = await serveDatabase(backend, join(workDir, `loupe-call-text-${backend}.log`));
+  const before = await serveDatabase(backend, join(workDir, `loupe-call-text-${backend}-small.log`)).catch(async (error) => {
+    await grown.stop();
+    throw error;
+  });
   try {
-    const key = await textOwner(database.url);
-    const run: Run = { backend, url: loupe.url, key, settings, problems };
-    const small = await buildTextProject(loupe.url, key, SMALL);
-    await settle(backend, database.url);
-    const rows = await measureSubjects(run, [{ project: small, label: ALONE }]);
-    const large = await buildTextProject(loupe.url, key, LARGE);
-    await settle(backend, database.url);
-    rows.push(...(await measureSubjects(run, [{ project: large, label: LARGE_LABEL }, { project: small, label: BESIDE }])));
-    return { rows, projects: [small, large] };
+    const key = await textOwner(grown.database.url);
+    const keyBefore = await textOwner(before.database.url);
+    const alone = await buildTextProject(before.loupe.url, keyBefore, SMALL);
+    const small = await buildTextProject(grown.loupe.url, key, SMALL);
+    const large = await buildTextProject(grown.loupe.url, key, LARGE);
+    await settle(backend, before.database.url);
+    await settle(backend, grown.database.url);
+    const subjects: Subject[] = [
+      { project: alone, label: ALONE, url: before.loupe.url, key: keyBefore },
+      { project: large, label: LARGE_LABEL, url: grown.loupe.url, key },
+      { project: small, label: BESIDE, url: grown.loupe.url, key },
+    ];
+    const rows = await measureSubjects({ backend, settings, problems }, subjects);
+    return { rows, projects: [alone, large, small] };
   } finally {
-    await loupe.stop();
-    await database.drop();
+    await before.stop();
+    await grown.stop();
   }
 }
 
@@ -171,7 +187,8 @@ export async function callTextBenchmark(settings: Settings, workDir: string): Pr
     name: 'call-text',
     description:
       `POST /calls/query with filter.text of a word 1 call in ${NEEDLE_EVERY} holds, limit ${PAGE}, and the next page by cursor: a project of ` +
-      `${SMALL} calls alone in its database, then one of ${LARGE} beside it (written through calls/batch/create), ${CONNECTIONS} connection; ` +
+      `${SMALL} calls alone in its database, and one of ${LARGE} with one of ${SMALL} beside it in another (all written through calls/batch/create), ` +
+      `measured in alternating rounds, ${CONNECTIONS} connection; ` +
       'the figures are in details (rows, p95_growth, fixtures), printed above',
     target: { metric: `p95 at ${SMALL} calls alone / p95 at ${LARGE} calls, per database and case (i.e. growth ≤ ${MAX_GROWTH}×)`, min: 1 / MAX_GROWTH },
     comparisons: [],

@@ -504,6 +504,10 @@ export interface components {
             /** @description case-insensitive substring of op_name */
             op_name_contains?: string;
             trace_ids?: string[];
+            /** @description calls that ran inside one of these calls (their parent_id is one of them) */
+            parent_ids?: string[];
+            /** @description true: only calls with no parent (a trace's roots); false is the same as absent */
+            root_only?: boolean;
             /**
              * Format: date-time
              * @description started_at ≥ this
