@@ -12,7 +12,7 @@ import {
 } from '../db/sql.ts';
 import { sql, type Statement } from '../db/statement.ts';
 import { ensureProject } from './access.ts';
-import { callFilterConditions } from './call-filter.ts';
+import { callFilterConditions, callFilterTable } from './call-filter.ts';
 import { answersBusy, budgetedPage, jsonDensity, rowTooLarge } from './answer-budget.ts';
 import { conflict, forbidden, invalid, notFound } from './errors.ts';
 import { contentHash, firstPositions, insertThenCompare, type StoredBatch } from './idempotency.ts';
@@ -306,6 +306,7 @@ async function callsPage(db: SqlScope, { query, page, onlyOfQueues }: { query: C
       name: (id) => callName(query.project_id, id),
       limit: page.limit,
       offset: page.offset,
+      keysFrom: await callFilterTable(db, filter),
       budget: page.bytes,
       room: page.room,
     },

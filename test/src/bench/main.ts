@@ -10,6 +10,7 @@ import { progressBenchmark } from './progress-writes.ts';
 import { claimBenchmark } from './claim-writes.ts';
 import { assignedClaimBenchmark } from './claim-assigned-writes.ts';
 import { itemsQueryBenchmark } from './items-query.ts';
+import { callTextBenchmark } from './call-text.ts';
 import { agreementBenchmark } from './agreement.ts';
 import { webBenchmark } from './web.ts';
 import { rulesBenchmark } from './rules.ts';
@@ -26,6 +27,7 @@ const BENCHMARKS: Record<string, (settings: Settings, workDir: string) => Promis
   claim: claimBenchmark,
   'claim-assigned': assignedClaimBenchmark,
   'items-query': itemsQueryBenchmark,
+  'call-text': callTextBenchmark,
   'feedback-ingest': feedbackIngestBenchmark,
   'otlp-ingest': otlpIngestBenchmark,
   agreement: agreementBenchmark,
