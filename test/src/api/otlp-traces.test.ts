@@ -278,7 +278,7 @@ describeEachBackend('OTLP/HTTP trace ingest', (backend) => {
     const post = (path: string, options: Partial<Parameters<typeof postOtlp>[2]> = {}) =>
       postOtlp(server, path, { body: jsonExport([jsonSpan()]), contentType: 'application/json', key: member.api_key, headers: { 'X-Loupe-Project': 'acme/refusals' }, ...options });
 
-    it('before the body is read: the usual JSON error (401, 403, 405, 415; 413 in the hostile tests)', async () => {
+    it('before the body is read: the usual JSON error (401, 403, 405, 413, 415)', async () => {
       const anonymous = await post('/otel/v1/traces', { key: undefined });
       expect(anonymous.status).toBe(401);
       expect(anonymous.headers.get('www-authenticate')).toBe('Basic realm="loupe"');
@@ -303,6 +303,10 @@ describeEachBackend('OTLP/HTTP trace ingest', (backend) => {
       expect(text.json.code).toBe('UNSUPPORTED_MEDIA_TYPE');
       const brotli = await post('/otel/v1/traces', { headers: { 'X-Loupe-Project': 'acme/refusals', 'content-encoding': 'br' } });
       expect(brotli.status).toBe(415);
+
+      const tooLarge = await post('/otel/v1/traces', { body: Buffer.alloc(32 * 1024 * 1024 + 1), contentType: 'application/x-protobuf' });
+      expect(tooLarge.status).toBe(413);
+      expect(tooLarge.json).toMatchObject({ code: 'PAYLOAD_TOO_LARGE', reason: 'The request body is larger than the server accepts (33554432 bytes).' });
 
     });
 
