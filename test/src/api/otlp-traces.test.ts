@@ -409,6 +409,24 @@ describeEachBackend('OTLP/HTTP trace ingest', (backend) => {
       expect(({} as { polluted?: boolean }).polluted).toBeUndefined();
     });
 
+    it('text no database can store (U+0000, an unpaired surrogate) refuses its span, named, on both databases', async () => {
+      const spans = [
+        jsonSpan({ spanId: '00000000000000b1', name: 'nul\u0000name' }),
+        jsonSpan({ spanId: '00000000000000b2', name: 'surrogate', attributes: [{ key: 'note', value: { stringValue: 'x\ud800y' } }] }),
+        jsonSpan({ spanId: '00000000000000b3', name: 'fine' }),
+      ];
+      const reply = await post('/otel/v1/traces', { body: jsonExport(spans), headers: { 'X-Loupe-Project': 'acme/unstorable' } });
+      expect(reply.status).toBe(200);
+      expect(reply.json.partialSuccess).toEqual({
+        rejectedSpans: '2',
+        errorMessage:
+          '2 of 3 spans refused: span 00000000000000b1 "nul\u0000name": its op_name must not contain U+0000; ' +
+          'span 00000000000000b2 "surrogate": its attributes.note must not contain an unpaired surrogate.',
+      });
+      const stored = await rest(server, 'POST', '/calls/query', { key: member.api_key, body: { project_id: 'acme/unstorable' } });
+      expect(stored.body.calls.map((call: { op_name: string }) => call.op_name)).toEqual(['fine']);
+    });
+
     it('more spans in one request than a batch may hold: 413', async () => {
       const spans = Array.from({ length: 10_001 }, (_, i) => jsonSpan({ spanId: (i + 1).toString(16).padStart(16, '0') }));
       const reply = await post('/otel/v1/traces', { body: jsonExport(spans), gzip: true });
