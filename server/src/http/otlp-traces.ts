@@ -13,6 +13,7 @@ import { callsOfSpans, PROJECT_HEADER } from '../domain/otlp/span-calls.ts';
 import { jsonSpanCount, OtlpUnreadable, type ResourceSpans } from '../domain/otlp/spans.ts';
 import { PastBound, scanExportRequest } from '../domain/otlp/wire-scan.ts';
 import { NEW_RECORDS_HEADER } from '../api/new-records.ts';
+import { findUnstorableText } from '../api/text-safety.ts';
 import { authenticateRequest } from './admission.ts';
 import { jsonBodyMeter, readBody, type BodyMeter } from './body.ts';
 import { leaveBodyUnread, sendError, sendFailure } from './errors.ts';
@@ -121,7 +122,7 @@ export function otlpTracesHttp(services: Services) {
         if (spans > limits.batchRecords) return answer.tooManySpans(`${spans}`, limits.batchRecords);
         request = decodeJsonRequest(body);
       }
-      const { calls, refused } = callsOfSpans(request, { projectHeader, now: Date.now() });
+      const { calls, refused } = storable(callsOfSpans(request, { projectHeader, now: Date.now() }));
       // The projects named by resources, when no header named one: access as for calls/batch/create.
       for (const projectId of new Set(calls.map(({ call }) => call.project_id))) {
         if (projectId !== projectHeader) requireProjectAccess(user, projectId, access);
@@ -140,6 +141,25 @@ export function otlpTracesHttp(services: Services) {
       sendFailure(req, res, error);
     }
   };
+}
+
+/**
+ * The spans' calls less those holding text no database here can store (U+0000, an unpaired
+ * surrogate: calls/batch/create refuses those with a 400), which are refused with the field named.
+ */
+function storable({ calls, refused }: ReturnType<typeof callsOfSpans>): ReturnType<typeof callsOfSpans> {
+  const kept: typeof calls = [];
+  const alsoRefused = [...refused];
+  for (const spanCall of calls) {
+    const problem = findUnstorableText(spanCall.call);
+    if (problem === null) {
+      kept.push(spanCall);
+      continue;
+    }
+    const { call } = spanCall;
+    alsoRefused.push({ trace_id: call.trace_id!, span_id: call.id!, name: call.op_name.slice(0, 256), reason: `its ${problem.path.join('.')} ${problem.message}` });
+  }
+  return { calls: kept, refused: alsoRefused };
 }
 
 function formatOf(contentType: string | undefined): Format | undefined {

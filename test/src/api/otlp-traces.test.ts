@@ -278,7 +278,7 @@ describeEachBackend('OTLP/HTTP trace ingest', (backend) => {
     const post = (path: string, options: Partial<Parameters<typeof postOtlp>[2]> = {}) =>
       postOtlp(server, path, { body: jsonExport([jsonSpan()]), contentType: 'application/json', key: member.api_key, headers: { 'X-Loupe-Project': 'acme/refusals' }, ...options });
 
-    it('before the body is read: the usual JSON error (401, 403, 405, 415; 413 in the hostile tests)', async () => {
+    it('before the body is read: the usual JSON error (401, 403, 405, 413, 415)', async () => {
       const anonymous = await post('/otel/v1/traces', { key: undefined });
       expect(anonymous.status).toBe(401);
       expect(anonymous.headers.get('www-authenticate')).toBe('Basic realm="loupe"');
@@ -303,6 +303,10 @@ describeEachBackend('OTLP/HTTP trace ingest', (backend) => {
       expect(text.json.code).toBe('UNSUPPORTED_MEDIA_TYPE');
       const brotli = await post('/otel/v1/traces', { headers: { 'X-Loupe-Project': 'acme/refusals', 'content-encoding': 'br' } });
       expect(brotli.status).toBe(415);
+
+      const tooLarge = await post('/otel/v1/traces', { body: Buffer.alloc(32 * 1024 * 1024 + 1), contentType: 'application/x-protobuf' });
+      expect(tooLarge.status).toBe(413);
+      expect(tooLarge.json).toMatchObject({ code: 'PAYLOAD_TOO_LARGE', reason: 'The request body is larger than the server accepts (33554432 bytes).' });
 
     });
 
@@ -403,6 +407,24 @@ describeEachBackend('OTLP/HTTP trace ingest', (backend) => {
       expect(Object.getOwnPropertyDescriptor(call.attributes.nested, '__proto__')?.value).toBe(1);
       expect(Object.getOwnPropertyDescriptor(call.inputs.messages[0], '__proto__')?.value).toEqual({ polluted: true });
       expect(({} as { polluted?: boolean }).polluted).toBeUndefined();
+    });
+
+    it('text no database can store (U+0000, an unpaired surrogate) refuses its span, named, on both databases', async () => {
+      const spans = [
+        jsonSpan({ spanId: '00000000000000b1', name: 'nul\u0000name' }),
+        jsonSpan({ spanId: '00000000000000b2', name: 'surrogate', attributes: [{ key: 'note', value: { stringValue: 'x\ud800y' } }] }),
+        jsonSpan({ spanId: '00000000000000b3', name: 'fine' }),
+      ];
+      const reply = await post('/otel/v1/traces', { body: jsonExport(spans), headers: { 'X-Loupe-Project': 'acme/unstorable' } });
+      expect(reply.status).toBe(200);
+      expect(reply.json.partialSuccess).toEqual({
+        rejectedSpans: '2',
+        errorMessage:
+          '2 of 3 spans refused: span 00000000000000b1 "nul\u0000name": its op_name must not contain U+0000; ' +
+          'span 00000000000000b2 "surrogate": its attributes.note must not contain an unpaired surrogate.',
+      });
+      const stored = await rest(server, 'POST', '/calls/query', { key: member.api_key, body: { project_id: 'acme/unstorable' } });
+      expect(stored.body.calls.map((call: { op_name: string }) => call.op_name)).toEqual(['fine']);
     });
 
     it('more spans in one request than a batch may hold: 413', async () => {
