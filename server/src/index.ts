@@ -7,7 +7,7 @@ export type { AppRouter, RouterInputs, RouterOutputs } from './api/router.ts';
 export { createUser, createKey, revokeKey, addMember, listKeys } from './admin/commands.ts';
 export { sqlRows, sqlRun, sqlTransaction, typedKysely } from './db/sql.ts';
 export { sql } from './db/statement.ts';
-export { callFilterConditions } from './domain/call-filter.ts';
+export { callFilterConditions, callFilterTable } from './domain/call-filter.ts';
 export type { LoupeDatabase } from './db/entities.ts';
 export { AuthBrake } from './auth/brake.ts';
 export type { FailureCounts } from './auth/failure-counts.ts';

@@ -88,7 +88,8 @@ export const Call = defineEntity({
   indexes: [
     { name: 'calls_trace_parent_idx', properties: ['projectId', 'traceId', 'parentId'] },
     { name: 'calls_parent_idx', properties: ['projectId', 'parentId', 'startedAt', 'id'] },
-    { name: 'calls_op_name_idx', properties: ['projectId', 'opName'] },
+    { name: 'calls_op_name_idx', properties: ['projectId', 'opName', 'startedAt', 'id'] },
+    { name: 'calls_exception_idx', properties: ['projectId', 'startedAt', 'id'], where: 'exception is not null' },
     { name: 'calls_started_idx', properties: ['projectId', 'startedAt', 'id'] },
   ],
 });

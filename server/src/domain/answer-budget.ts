@@ -68,6 +68,14 @@ export type PageQuery = {
   name: (id: string) => string;
   limit: number;
   offset: number;
+  /**
+   * Find the page's rows by their keys alone first, from this table (`from` with an index hint,
+   * on SQLite), then weigh them, as from an offset: for a filter whose matches are gathered and
+   * sorted, the size in the select list would otherwise be computed for every match before the
+   * sort (SQLite's sorter holds whole result rows, and PostgreSQL computes the target list below
+   * the sort).
+   */
+  keysFrom?: Statement;
   /** Holds heap for the answer (see AnswerRoom). */
   room: AnswerRoom;
   budget: number;
@@ -99,10 +107,11 @@ export async function budgetedPage<W, R>(query: PageQuery, read: PageRead<W, R>)
   const { db, from, id, key, where, order, bytes } = query;
   const count = query.limit + 1;
   // From an offset, the rows are found by their keys alone first: a size in the select list would
-  // be computed for every row the offset skips as well (PostgreSQL measures jsonb as its text).
-  const statement = query.offset
+  // be computed for every row the offset skips as well (PostgreSQL measures jsonb as its text);
+  // likewise for every row a sort takes in (keysFrom).
+  const statement = query.offset || query.keysFrom
     ? sql`select ${id} as id, ${bytes} as bytes from ${from}
-           where (${key}) in (select ${key} from ${from} where ${where} order by ${order} limit ${count} offset ${query.offset}) order by ${order}`
+           where (${key}) in (select ${key} from ${query.keysFrom ?? from} where ${where} order by ${order} limit ${count} offset ${query.offset}) order by ${order}`
     : sql`select ${id} as id, ${bytes} as bytes from ${from} where ${where} order by ${order} limit ${count}`;
   const sizes = await sqlRows<SizedRow>(db, statement);
   const fit = rowsThatFit(sizes.slice(0, query.limit), query.budget, query.name);

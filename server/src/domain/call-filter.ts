@@ -1,5 +1,5 @@
 import type { AttributeCondition, CallFilter } from '@loupe/shared';
-import { inList, onPostgres, sqlDate, type SqlScope } from '../db/sql.ts';
+import { inList, onPostgres, sqlDate, sqlRows, type SqlScope } from '../db/sql.ts';
 import { sql, type Statement } from '../db/statement.ts';
 
 /**
@@ -28,27 +28,70 @@ export function callFilterConditions(db: SqlScope, filter: CallFilter): Statemen
 }
 
 /**
- * PostgreSQL: `calls_text_vector`, the function the GIN index `calls_text_idx` is on
- * (Migration0011CallText), so the index answers it. plainto_tsquery reads the text as words only
- * (no operators) and requires all of them.
+ * The `calls` table to find a filtered page's keys in. PostgreSQL plans with statistics and picks
+ * the index itself. SQLite has none (the server never runs ANALYZE): it takes each equality on an
+ * index for a few rows, so it would rather walk the project in the page's order than sort, and
+ * read the whole project to find three call ids. The conditions on ids name few calls, and their
+ * index is named here: call ids the primary key, trace ids (with root_only or parent ids)
+ * `calls_trace_parent_idx`, parent ids `calls_parent_idx`, several op names `calls_op_name_idx`.
+ * A text whose words few calls of the database hold (FEW_TEXT_MATCHES) reads those calls by rowid
+ * and sorts them (`not indexed` leaves SQLite the rowid only), rather than walk the project for
+ * them; a text of more matches walks the project in order, testing each call's rowid against
+ * them, and stops when the page is full. Other conditions keep SQLite's choice
+ * (server/src/db/README.md).
  */
-function postgresText(text: string): Statement {
-  return sql`calls_text_vector(inputs, output) @@ plainto_tsquery('simple', ${text})`;
+export async function callFilterTable(db: SqlScope, filter: CallFilter): Promise<Statement> {
+  if (onPostgres(db)) return sql`calls`;
+  const index =
+    filter.call_ids !== undefined ? 'sqlite_autoindex_calls_1'
+    : filter.trace_ids !== undefined ? 'calls_trace_parent_idx'
+    : filter.parent_ids !== undefined ? 'calls_parent_idx'
+    : (filter.op_names?.length ?? 0) > 1 ? 'calls_op_name_idx'
+    : undefined;
+  if (index !== undefined) return sql`calls indexed by ${sql.raw(index)}`;
+  if (filter.text !== undefined && (await fewTextMatches(db, filter.text))) return sql`calls not indexed`;
+  return sql`calls`;
+}
+
+/** Matches of a text in the whole database under which SQLite reads them by rowid: a few milliseconds of lookups and sort. */
+const FEW_TEXT_MATCHES = 2000;
+
+/** Whether at most FEW_TEXT_MATCHES calls of the database hold the text's words: counted in FTS5's doclists, stopping past that. */
+async function fewTextMatches(db: SqlScope, text: string): Promise<boolean> {
+  const [found] = await sqlRows<{ n: number }>(
+    db,
+    sql`select count(*) as n from (select 1 from calls_text where calls_text match ${sqliteMatch(text)} limit ${FEW_TEXT_MATCHES + 1})`,
+  );
+  return Number(found?.n ?? 0) <= FEW_TEXT_MATCHES;
 }
 
 /**
- * SQLite: the FTS5 table `calls_text` (Migration0011CallText) holds each call's string values
- * under the call's rowid. Each whitespace-separated piece of the text becomes one quoted FTS5
+ * PostgreSQL: `text_vector`, each call's stored text-search vector, which the GIN index
+ * `calls_text_idx` is on (Migration0013CallFilterIndexes). plainto_tsquery reads the text as words
+ * only (no operators) and requires all of them.
+ */
+function postgresText(text: string): Statement {
+  return sql`text_vector @@ plainto_tsquery('simple', ${text})`;
+}
+
+/**
+ * SQLite: the FTS5 table `calls_text` (Migration0013CallFilterIndexes) holds each call's string
+ * values under the call's rowid: the matches are rowids read from the index alone, and a call is
+ * tested by the rowid its index entries carry. Each whitespace-separated piece of the text becomes one quoted FTS5
  * string (a phrase of its words, `"` doubled), so nothing of the input is FTS5 syntax: `OR`,
  * `NEAR`, `*` and `"` are searched as text. Pieces without a letter or digit are dropped.
  */
 function sqliteText(text: string): Statement {
-  const match = text
+  return sql`calls.rowid in (select rowid from calls_text where calls_text match ${sqliteMatch(text)})`;
+}
+
+/** The FTS5 query of a text: each whitespace-separated piece with a letter or digit, one quoted string. */
+function sqliteMatch(text: string): string {
+  return text
     .split(/\s+/)
     .filter((piece) => /[\p{L}\p{N}]/u.test(piece))
     .map((piece) => `"${piece.replaceAll('"', '""')}"`)
     .join(' ');
-  return sql`(project_id, id) in (select project_id, call_id from calls_text where calls_text match ${match})`;
 }
 
 /** `["gen_ai", "request", "model"]` of `gen_ai.request.model`. */
@@ -73,10 +116,21 @@ function postgresAttribute({ path, op, value }: AttributeCondition): Statement {
     case 'lt':
     case 'lte':
       // jsonb orders two numbers by their value; the type test keeps strings and others out.
-      return sql`(jsonb_typeof(${at}) = 'number' and ${at} ${sql.raw(COMPARISON[op])} ${json}::jsonb)`;
+      return ofType('number', at, sql`${at} ${sql.raw(COMPARISON[op])} ${json}::jsonb`);
     case 'contains':
-      return sql`(jsonb_typeof(${at}) = 'string' and strpos(${at} #>> '{}', ${String(value)}) > 0)`;
+      return ofType('string', at, sql`strpos(${at} #>> '{}', ${String(value)}) > 0`);
   }
+}
+
+/**
+ * `test` where the value at the path is of that JSON type, else false. A CASE, not `and`: the
+ * planner has no statistics for `jsonb_typeof(…) = 'number'` and takes it for 1 call in 200,
+ * so a page with such a condition was planned as a sequential scan of the whole table and a sort
+ * (reading every call to find a page of calls most of which matched); a CASE it takes for one
+ * in two, and walks the project in the page's order (server/src/db/README.md).
+ */
+function ofType(type: 'number' | 'string', at: Statement, test: Statement): Statement {
+  return sql`(case when jsonb_typeof(${at}) = ${type} then ${test} else false end)`;
 }
 
 const COMPARISON = { gt: '>', gte: '>=', lt: '<', lte: '<=' } as const;

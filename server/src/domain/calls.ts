@@ -13,7 +13,7 @@ import {
 } from '../db/sql.ts';
 import { sql } from '../db/statement.ts';
 import { ensureProject } from './access.ts';
-import { callFilterConditions } from './call-filter.ts';
+import { callFilterConditions, callFilterTable } from './call-filter.ts';
 import { answersBusy, budgetedPage, jsonDensity, rowTooLarge } from './answer-budget.ts';
 import { conflict, invalid, notFound } from './errors.ts';
 import { contentHash, firstPositions, insertThenCompare, type StoredBatch } from './idempotency.ts';
@@ -216,6 +216,7 @@ export async function queryCalls(db: SqlScope, query: CallQueryReq, page: Page):
       name: (id) => callName(query.project_id, id),
       limit: page.limit,
       offset: page.offset,
+      keysFrom: await callFilterTable(db, filter),
       budget: page.bytes,
       room: page.room,
     },

@@ -8,6 +8,7 @@ import { modelListBenchmark } from './model-list.ts';
 import { progressBenchmark } from './progress-writes.ts';
 import { claimBenchmark } from './claim-writes.ts';
 import { itemsQueryBenchmark } from './items-query.ts';
+import { callTextBenchmark } from './call-text.ts';
 import { agreementBenchmark } from './agreement.ts';
 import { webBenchmark } from './web.ts';
 import { printSection, runInfo, writeSection, type Section, type Settings } from './report.ts';
@@ -21,6 +22,7 @@ const BENCHMARKS: Record<string, (settings: Settings, workDir: string) => Promis
   progress: progressBenchmark,
   claim: claimBenchmark,
   'items-query': itemsQueryBenchmark,
+  'call-text': callTextBenchmark,
   'feedback-ingest': feedbackIngestBenchmark,
   agreement: agreementBenchmark,
   cli: cliBenchmark,

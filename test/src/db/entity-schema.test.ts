@@ -45,12 +45,17 @@ describeEachBackend('the entities describe the schema the migrations make', (bac
     expect(drift, 'the entities and the migrations disagree').toEqual({ onlyInEntities: [], onlyInMigrations: [] });
   });
 
-  it('has the full-text search of calls its dialect makes, which the entities cannot declare (DIALECT_ONLY_INDEXES)', async () => {
+  it('has the full-text search of calls its dialect makes, which the entities cannot declare (DIALECT_ONLY_INDEXES, DIALECT_ONLY_COLUMNS)', async () => {
     const em = unitOfWork(orm);
     const found =
       backend === 'sqlite'
         ? await sqlRows<{ name: string }>(em, sql`select name from sqlite_master where name in ('calls_text', 'calls_text_insert') order by name`)
-        : await sqlRows<{ name: string }>(em, sql`select indexname as name from pg_indexes where tablename = 'calls' and indexname = 'calls_text_idx' and indexdef like '%USING gin%'`);
-    expect(found.map((row) => row.name)).toEqual(backend === 'sqlite' ? ['calls_text', 'calls_text_insert'] : ['calls_text_idx']);
+        : await sqlRows<{ name: string }>(
+            em,
+            sql`select indexname as name from pg_indexes where tablename = 'calls' and indexname = 'calls_text_idx' and indexdef like '%USING gin (text_vector)%'
+                union all select column_name from information_schema.columns
+                 where table_name = 'calls' and column_name = 'text_vector' and is_generated = 'ALWAYS' and data_type = 'tsvector'`,
+          );
+    expect(found.map((row) => row.name)).toEqual(backend === 'sqlite' ? ['calls_text', 'calls_text_insert'] : ['calls_text_idx', 'text_vector']);
   });
 });

@@ -20,12 +20,20 @@ export const DIALECT_ONLY_TABLES: Record<string, string> = {
  * design, and the entities cannot declare either form: on SQLite an FTS5 virtual table `calls_text`
  * (its shadow tables `calls_text_*`) and the trigger `calls_text_insert`, which sqliteSchema does
  * not read (pragma_table_list types them `virtual` and `shadow`, not `table`); on PostgreSQL the
- * function `calls_text_vector` (functions are no lines here) and a GIN index on it, listed here and
- * left out of the catalog's lines.
+ * function `calls_text_vector` (functions are no lines here), the column `text_vector` it makes and
+ * a GIN index on that, listed here and left out of the catalog's lines.
  * test/src/db/entity-schema.test.ts checks that each dialect has its own.
  */
 export const DIALECT_ONLY_INDEXES: Record<string, string> = {
   calls_text_idx: 'postgresql',
+};
+
+/**
+ * Columns one dialect has by design: PostgreSQL stores each call's text-search vector (generated
+ * from its inputs and output, Migration0013CallFilterIndexes), which SQLite keeps in its FTS5 table.
+ */
+export const DIALECT_ONLY_COLUMNS: Record<string, string> = {
+  'calls.text_vector': 'postgresql',
 };
 
 /** Loose form of a partial index's predicate: no quotes, parentheses, case or spacing differences. */
@@ -147,6 +155,7 @@ export async function postgresSchema(em: Em): Promise<string[]> {
       where c.table_schema = current_schema() and t.table_type = 'BASE TABLE' and c.table_name <> ${BOOKKEEPING}`,
   );
   for (const column of columns) {
+    if (`${column.table_name}.${column.column_name}` in DIALECT_ONLY_COLUMNS) continue;
     const nullable = column.is_nullable === 'YES';
     lines.push(`${column.table_name}.${column.column_name}: ${postgresKind(column.data_type, column.character_maximum_length)}${nullable ? ' null' : ' not null'}`);
   }

@@ -11,6 +11,7 @@ import * as pg9 from './postgresql/Migration0009FeedbackUserIndex.ts';
 import * as pg10 from './postgresql/Migration0010ServerSecrets.ts';
 import * as pg11 from './postgresql/Migration0011CallText.ts';
 import * as pg12 from './postgresql/Migration0012CallParent.ts';
+import * as pg13 from './postgresql/Migration0013CallFilterIndexes.ts';
 import * as sqlite1 from './sqlite/Migration0001Foundation.ts';
 import * as sqlite2 from './sqlite/Migration0002Calls.ts';
 import * as sqlite3 from './sqlite/Migration0003AnnotationQueues.ts';
@@ -23,6 +24,7 @@ import * as sqlite9 from './sqlite/Migration0009FeedbackUserIndex.ts';
 import * as sqlite10 from './sqlite/Migration0010ServerSecrets.ts';
 import * as sqlite11 from './sqlite/Migration0011CallText.ts';
 import * as sqlite12 from './sqlite/Migration0012CallParent.ts';
+import * as sqlite13 from './sqlite/Migration0013CallFilterIndexes.ts';
 
 // Listed explicitly (no folder scan) so the same list works from source and from any bundle.
 // Each dialect has its own SQL; names are shared so a deployment's history reads the same on both.
@@ -33,6 +35,6 @@ const list = (...modules: Record<string, MigrationObject['class']>[]): Migration
   });
 
 export const migrations: Record<'sqlite' | 'postgresql', MigrationObject[]> = {
-  sqlite: list(sqlite1, sqlite2, sqlite3, sqlite4, sqlite5, sqlite6, sqlite7, sqlite8, sqlite9, sqlite10, sqlite11, sqlite12),
-  postgresql: list(pg1, pg2, pg3, pg4, pg5, pg6, pg7, pg8, pg9, pg10, pg11, pg12),
+  sqlite: list(sqlite1, sqlite2, sqlite3, sqlite4, sqlite5, sqlite6, sqlite7, sqlite8, sqlite9, sqlite10, sqlite11, sqlite12, sqlite13),
+  postgresql: list(pg1, pg2, pg3, pg4, pg5, pg6, pg7, pg8, pg9, pg10, pg11, pg12, pg13),
 };

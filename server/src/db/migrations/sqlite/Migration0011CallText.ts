@@ -1,15 +1,5 @@
 import { Migration } from '@mikro-orm/migrations';
-
-/** A call's text to index: the first 60,000 characters of the string values of its inputs, and of its output (as on PostgreSQL). */
-const body = (call: string) => `${strings(`${call}.inputs`)} || char(10) || ${strings(`${call}.output`)}`;
-
-/**
- * The first 60,000 characters of a JSON column's string values. Each value is cut to that length
- * before it is joined, and the join stops at the first 1,000 strings: a call of 24 MB of text must
- * not be copied whole into SQLite's memory to keep 60,000 characters of it.
- */
-const strings = (column: string) =>
-  `coalesce(substr((select group_concat(piece, char(10)) from (select substr(value, 1, 60000) as piece from json_tree(${column}) where type = 'text' limit 1000)), 1, 60000), '')`;
+import { callTextBody } from './call-text.ts';
 
 /**
  * Full-text search over calls (CallFilter.text, contract 5.1): an FTS5 table of each call's string
@@ -24,9 +14,9 @@ export class Migration0011CallText extends Migration {
     this.addSql(`create virtual table calls_text using fts5(project_id unindexed, call_id unindexed, body,
       content = '', contentless_unindexed = 1, tokenize = 'unicode61 remove_diacritics 0')`);
     this.addSql(`create trigger calls_text_insert after insert on calls begin
-      insert into calls_text (project_id, call_id, body) select new.project_id, new.id, body from (select ${body('new')} as body) where body <> char(10);
+      insert into calls_text (project_id, call_id, body) select new.project_id, new.id, body from (select ${callTextBody('new')} as body) where body <> char(10);
     end`);
     this.addSql(`insert into calls_text (project_id, call_id, body)
-      select project_id, id, body from (select c.project_id, c.id, ${body('c')} as body from calls c) where body <> char(10)`);
+      select project_id, id, body from (select c.project_id, c.id, ${callTextBody('c')} as body from calls c) where body <> char(10)`);
   }
 }
