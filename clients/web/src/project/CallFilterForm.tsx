@@ -83,7 +83,7 @@ export function CallFilterForm({ filtered, models, onFilter }: { filtered: boole
         </div>
         <div className="field">
           <label htmlFor={`${id}-model`}>Model</label>
-          <input id={`${id}-model`} list={`${id}-models`} value={draft.model} onChange={(event) => change({ model: event.target.value })} autoComplete="off" aria-describedby={`${id}-model-hint`} />
+          <input id={`${id}-model`} list={`${id}-models`} maxLength={1024} value={draft.model} onChange={(event) => change({ model: event.target.value })} autoComplete="off" aria-describedby={`${id}-model-hint`} />
           <datalist id={`${id}-models`}>
             {models.map((model) => (
               <option key={model} value={model} />
