@@ -1,5 +1,5 @@
 import type { WebhookDeliveriesQueryReq, WebhookDelivery, WebhookDeliveryRetryReq, WebhookRef } from '@loupe/shared';
-import { dateFromSql, isoFromSql, isoOrNullFromSql, lockClause, sqlDate, sqlRows, sqlRun, sqlTransaction, type SqlScope } from '../db/sql.ts';
+import { dateFromSql, isoFromSql, isoOrNullFromSql, lockClause, onPostgres, sqlDate, sqlRows, sqlRun, sqlTransaction, type SqlScope } from '../db/sql.ts';
 import { sql, type Statement } from '../db/statement.ts';
 import { decodeCursor, encodeCursor, keyset, keysetOrder, queryFingerprint, type KeysetKey } from './cursor.ts';
 import { conflict, notFound } from './errors.ts';
@@ -93,8 +93,10 @@ export async function retryDelivery(db: SqlScope, { req, wake }: { req: WebhookD
     if (row.state === 'pending' && stillAfter(row.lease_expires_at, now)) throw conflict('An attempt of this delivery is under way; retry once it has ended.');
     await sqlRun(tx, sql`update webhook_deliveries set state = 'pending', next_attempt_at = ${at}, updated_at = ${at} where id = ${req.delivery_id}`);
   });
+  // Read before the worker is woken: the answer shows the delivery as this request left it.
+  const delivery = await readDelivery(db, { webhookId: req.id, deliveryId: req.delivery_id });
   wake.webhooksWritten([]);
-  return readDelivery(db, { webhookId: req.id, deliveryId: req.delivery_id });
+  return delivery;
 }
 
 /** `POST /webhooks/{id}/test`: a `webhook.test` event to this webhook alone, due now. */
@@ -103,8 +105,9 @@ export async function testWebhook(db: SqlScope, { ref, wake }: { ref: WebhookRef
   const { event, deliveryIds } = await sqlTransaction(db, (tx) =>
     insertEvent(tx, { event: { type: 'webhook.test', data: { project_id: ref.project_id, webhook_id: ref.id } }, webhookIds: [ref.id], now: new Date() }),
   );
+  const delivery = await readDelivery(db, { webhookId: ref.id, deliveryId: deliveryIds[0]! });
   wake.webhooksWritten([event]);
-  return readDelivery(db, { webhookId: ref.id, deliveryId: deliveryIds[0]! });
+  return delivery;
 }
 
 // ---- the delivery workers' side ----
@@ -120,6 +123,8 @@ export type DueDelivery = {
   url: string;
   /** Sealed secrets: the current one, and the previous one while its overlap lasts. */
   sealedSecrets: string[];
+  /** Whether the webhook was in a run of failures when claimed (a success then ends it). */
+  webhookFailing: boolean;
 };
 
 /**
@@ -131,21 +136,28 @@ export type DueDelivery = {
  */
 export async function claimDueDeliveries(db: SqlScope, { owner, limit, now, leaseUntil }: { owner: string; limit: number; now: Date; leaseUntil: Date }): Promise<DueDelivery[]> {
   const at = sqlDate(db, now);
-  const claimed = await sqlRows<{ id: string }>(db, sql`update webhook_deliveries set lease_owner = ${owner}, lease_expires_at = ${sqlDate(db, leaseUntil)}
+  const claim = sql`update webhook_deliveries set lease_owner = ${owner}, lease_expires_at = ${sqlDate(db, leaseUntil)}
     where id in (select d.id from webhook_deliveries d join webhooks w on w.id = d.webhook_id
       where d.next_attempt_at <= ${at} and d.state = 'pending' and (d.lease_expires_at is null or d.lease_expires_at < ${at})
         and w.deleted_at is null and w.disabled_at is null
       order by d.next_attempt_at limit ${limit}${lockClause(db, 'for update of d skip locked')})
-    returning id`);
-  if (!claimed.length) return [];
+    returning id, webhook_id, event_id, attempts`;
+  const details = (claimed: Statement) => sql`select c.id, c.webhook_id, c.event_id, c.attempts, e.type, e.created_at as event_at,
+      w.url, w.secret, w.previous_secret, w.previous_secret_expires_at, w.failing_since
+    from ${claimed} join webhook_events e on e.id = c.event_id join webhooks w on w.id = c.webhook_id`;
   type Row = {
     id: string; webhook_id: string; event_id: string; attempts: number; type: string; event_at: unknown; url: string;
-    secret: string; previous_secret: string | null; previous_secret_expires_at: unknown;
+    secret: string; previous_secret: string | null; previous_secret_expires_at: unknown; failing_since: unknown;
   };
-  const rows = await sqlRows<Row>(db, sql`select d.id, d.webhook_id, d.event_id, d.attempts, e.type, e.created_at as event_at,
-      w.url, w.secret, w.previous_secret, w.previous_secret_expires_at
-    from webhook_deliveries d join webhook_events e on e.id = d.event_id join webhooks w on w.id = d.webhook_id
-    where d.id in (${sql.list(claimed.map((row) => row.id))}) and d.lease_owner = ${owner}`);
+  let rows: Row[];
+  if (onPostgres(db)) {
+    // One round trip: the claim and what its attempts need.
+    rows = await sqlRows<Row>(db, sql`with c as (${claim}) ${details(sql`c`)}`);
+  } else {
+    const claimed = await sqlRows<{ id: string }>(db, claim);
+    if (!claimed.length) return [];
+    rows = await sqlRows<Row>(db, details(sql`(select id, webhook_id, event_id, attempts from webhook_deliveries where id in (${sql.list(claimed.map((row) => row.id))})) c`));
+  }
   return rows.map((row) => ({
     id: row.id,
     webhookId: row.webhook_id,
@@ -155,6 +167,7 @@ export async function claimDueDeliveries(db: SqlScope, { owner, limit, now, leas
     eventAt: dateFromSql(row.event_at),
     url: row.url,
     sealedSecrets: row.previous_secret && stillAfter(row.previous_secret_expires_at, now) ? [row.secret, row.previous_secret] : [row.secret],
+    webhookFailing: row.failing_since !== null && row.failing_since !== undefined,
   }));
 }
 
@@ -182,14 +195,15 @@ export async function recordAttempt(
 ): Promise<void> {
   const at = sqlDate(db, now);
   const attempts = delivery.attempts + 1;
+  const mine = sql`id = ${delivery.id} and lease_owner = ${owner}`;
+  if (outcome.kind === 'delivered') {
+    // One statement (the common case costs one round trip); a run of failures, rare, ends apart.
+    const changed = await sqlRun(db, sql`update webhook_deliveries set state = 'delivered', attempts = ${attempts}, last_status = ${outcome.status},
+        last_error = null, next_attempt_at = null, lease_owner = null, lease_expires_at = null, updated_at = ${at} where ${mine}`);
+    if (changed && delivery.webhookFailing) await sqlRun(db, sql`update webhooks set failing_since = null where id = ${delivery.webhookId}`);
+    return;
+  }
   await sqlTransaction(db, async (tx) => {
-    const mine = sql`id = ${delivery.id} and lease_owner = ${owner}`;
-    if (outcome.kind === 'delivered') {
-      const changed = await sqlRun(tx, sql`update webhook_deliveries set state = 'delivered', attempts = ${attempts}, last_status = ${outcome.status},
-          last_error = null, next_attempt_at = null, lease_owner = null, lease_expires_at = null, updated_at = ${at} where ${mine}`);
-      if (changed) await sqlRun(tx, sql`update webhooks set failing_since = null where id = ${delivery.webhookId} and failing_since is not null`);
-      return;
-    }
     const error = outcome.error.slice(0, MAX_ERROR_CHARS);
     const delay = outcome.gone ? undefined : schedule[attempts - 1];
     const next = delay === undefined ? null : new Date(now.getTime() + Math.max(delay, outcome.retryAfterMs ?? 0));
