@@ -30,8 +30,31 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** List queues, newest first */
+        /**
+         * List queues, newest first
+         * @description An annotator lists the queues open to them.
+         */
         post: operations["annotationQueues-query"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/annotation_queues/mine": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The queues the caller may claim from, with what is left for them
+         * @description Open queues of the projects of the caller's entities (where they may annotate) and assigned queues naming them.
+         */
+        post: operations["annotationQueues-mine"];
         delete?: never;
         options?: never;
         head?: never;
@@ -47,7 +70,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Progress counts of queues */
+        /**
+         * Progress counts of queues
+         * @description An annotator gets the counts and, of by_annotator and by_assignee, their own entries only.
+         */
         post: operations["annotationQueues-stats"];
         delete?: never;
         options?: never;
@@ -120,8 +146,31 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Query the items of a queue */
+        /**
+         * Query the items of a queue
+         * @description An annotator sees each item with their own state (annotation_state, annotator_user_id), and filters by it.
+         */
         post: operations["annotationQueues-items-query"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/annotation_queues/{queue_id}/items/assign": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Assign items to one user, who alone may claim them (null: to nobody)
+         * @description The user must be an admin, member or annotator of the project's entity, and an assignee of an assigned queue.
+         */
+        post: operations["annotationQueues-items-assign"];
         delete?: never;
         options?: never;
         head?: never;
@@ -157,7 +206,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Take the next item to annotate, with a lease */
+        /**
+         * Take the next item to annotate, with a lease
+         * @description Your own unexpired in-progress item, else the next item assigned to you, else the next item assigned to nobody. Only assignees claim from an assigned queue.
+         */
         post: operations["annotationQueues-items-claim"];
         delete?: never;
         options?: never;
@@ -196,7 +248,7 @@ export interface paths {
         put?: never;
         /**
          * Set the caller's annotation state of an item
-         * @description The user is the authenticated caller, never a body field. Returns the item with its shown state.
+         * @description The user is the authenticated caller, never a body field. Returns the item with its shown state (an annotator: their own). Only assignees post progress in an assigned queue.
          */
         post: operations["annotationQueues-items-progress"];
         delete?: never;
@@ -217,6 +269,81 @@ export interface paths {
         post?: never;
         /** Remove an item (soft delete) */
         delete: operations["annotationQueues-items-delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/annotation_queues/{queue_id}/rules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a rule that adds matching calls to the queue
+         * @description trigger "call": calls stored from now on that match `filter` (a CallFilter) and are sampled are added in the transaction that stores them. trigger "feedback": the call a new matching feedback record names is added in the feedback's transaction. `backfill_since` also considers, in the background, the calls already stored that started at or after it.
+         */
+        post: operations["annotationQueues-rules-create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/annotation_queues/{queue_id}/rules/query": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** List the rules of a queue, oldest first, with their stats and backfill */
+        post: operations["annotationQueues-rules-query"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/annotation_queues/{queue_id}/rules/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Count the stored calls a call rule would match and add, writing nothing
+         * @description Scans at most the newest LOUPE_RULE_PREVIEW_SCAN_LIMIT calls of the range (the filter's times and `since`); `scan_limit_reached` says when more lie in it.
+         */
+        post: operations["annotationQueues-rules-preview"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/annotation_queues/{queue_id}/rules/{rule_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Change a rule (fields left out stay); backfill_since starts a new backfill */
+        put: operations["annotationQueues-rules-update"];
+        post?: never;
+        /** Delete a rule (it stops; the items it added stay) */
+        delete: operations["annotationQueues-rules-delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -248,7 +375,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Find specs by names or refs */
+        /**
+         * Find specs by names or refs
+         * @description Annotators read them too: the rubric they annotate by.
+         */
         post: operations["annotationSpecs-query"];
         delete?: never;
         options?: never;
@@ -280,7 +410,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Read one call */
+        /**
+         * Read one call
+         * @description An annotator reads the calls of the items of the queues open to them.
+         */
         get: operations["calls-read"];
         put?: never;
         post?: never;
@@ -299,7 +432,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Query calls, ordered by started_at, id */
+        /**
+         * Query calls, ordered by started_at, id
+         * @description An annotator's query answers the calls of the items of the queues open to them.
+         */
         post: operations["calls-query"];
         delete?: never;
         options?: never;
@@ -318,7 +454,7 @@ export interface paths {
         put?: never;
         /**
          * Create feedback records, all or nothing; idempotent by id
-         * @description svc_user_id is always the authenticated caller; a value in the body is ignored.
+         * @description svc_user_id is always the authenticated caller; a value in the body is ignored. svc.annotation.* records naming an assigned queue come from its assignees; an annotator's records each name a queue open to them.
          */
         post: operations["feedback-batchCreate"];
         delete?: never;
@@ -336,7 +472,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Create one feedback record */
+        /**
+         * Create one feedback record
+         * @description The rules of feedback/batch/create.
+         */
         post: operations["feedback-create"];
         delete?: never;
         options?: never;
@@ -353,7 +492,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Query feedback, ordered by created_at, id */
+        /**
+         * Query feedback, ordered by created_at, id
+         * @description An annotator's query answers their own records only.
+         */
         post: operations["feedback-query"];
         delete?: never;
         options?: never;
@@ -370,7 +512,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Delete feedback records by id */
+        /**
+         * Delete feedback records by id
+         * @description An annotator deletes only their own records.
+         */
         post: operations["feedback-purge"];
         delete?: never;
         options?: never;
@@ -387,7 +532,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Replace one feedback record (purge and create in one transaction) */
+        /**
+         * Replace one feedback record (purge and create in one transaction)
+         * @description The replacement follows the rules of feedback/create; an annotator replaces only their own records.
+         */
         post: operations["feedback-replace"];
         delete?: never;
         options?: never;
@@ -460,9 +608,135 @@ export interface paths {
         put?: never;
         /**
          * Usernames of the user ids a project's data mentions
-         * @description For whoever may read the project (viewers too). Names members of its entity and users whose progress or feedback is recorded in it; any other id, unknown or unrelated, is left out of the answer. At most 1,000 ids.
+         * @description For whoever may read the project (viewers and annotators too). Names members of its entity and users whose progress or feedback is recorded in it; any other id, unknown or unrelated, is left out of the answer. At most 1,000 ids.
          */
         post: operations["projects-users"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a webhook; its signing secret is shown once
+         * @description Events are delivered by the Standard Webhooks specification, signed with the secret.
+         */
+        post: operations["webhooks-create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/query": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** List a project's webhooks (never their secrets) */
+        post: operations["webhooks-query"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Change a webhook (fields left out stay) */
+        put: operations["webhooks-update"];
+        post?: never;
+        /** Delete a webhook */
+        delete: operations["webhooks-delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A new signing secret; the old one keeps signing for 24 hours
+         * @description Meanwhile every delivery carries two signatures, one per secret.
+         */
+        post: operations["webhooks-rotateSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a webhook.test event now */
+        post: operations["webhooks-test"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{id}/deliveries/query": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A webhook's deliveries, newest first (paged by cursor) */
+        post: operations["webhooks-deliveries-query"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{id}/deliveries/{delivery_id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a delivery again now */
+        post: operations["webhooks-deliveries-retry"];
         delete?: never;
         options?: never;
         head?: never;
@@ -473,30 +747,45 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        /** @description any JSON value */
-        JsonValue: unknown;
-        CallCreateReq: {
+        /** @description trigger "call": a CallFilter. trigger "feedback": {feedback_types?, payload?, call?}. Every condition given must hold; a filter that cannot match (an empty list, started_after not before started_before, exists and not_exists of one path) is refused */
+        QueueRuleFilter: {
+            call_ids?: string[];
+            op_names?: string[];
+            /** @description case-insensitive substring of op_name */
+            op_name_contains?: string;
+            trace_ids?: string[];
+            /** @description calls that ran inside one of these calls (their parent_id is one of them) */
+            parent_ids?: string[];
+            /** @description true: only calls with no parent (a trace's roots); false is the same as absent */
+            root_only?: boolean;
             /**
-             * @description `<entity>/<project>`
-             * @example acme/chatbot
+             * Format: date-time
+             * @description started_at ≥ this
              */
-            project_id: string;
-            id?: string;
-            trace_id?: string;
-            /** @description the call this one ran inside; null (or absent) for a trace's root. It need not be stored yet: spans arrive in any order */
-            parent_id?: string | null;
-            op_name: string;
-            /** Format: date-time */
-            started_at: string;
-            ended_at?: string | null;
-            inputs?: {
-                [key: string]: components["schemas"]["JsonValue"];
-            } | null;
-            output?: components["schemas"]["JsonValue"];
-            attributes?: {
-                [key: string]: components["schemas"]["JsonValue"];
-            } | null;
-            exception?: string | null;
+            started_after?: string;
+            /**
+             * Format: date-time
+             * @description started_at < this
+             */
+            started_before?: string;
+            has_exception?: boolean;
+            /** @description calls whose inputs or output (their string values, the first 60,000 characters of each) hold every word, whole and case-insensitive; at most 256 characters and 16 words. Search syntax is not interpreted: quotes, * and OR are plain text */
+            text?: string;
+            attributes?: components["schemas"]["AttributeCondition"][];
+            /** @description feedback rule: the record's feedback_type is one of these */
+            feedback_types?: string[];
+            /** @description feedback rule: conditions on the record's payload (paths into the payload, ops as for attributes) */
+            payload?: components["schemas"]["AttributeCondition"][];
+            /** @description feedback rule: conditions on the call the record names (call_ref, else a call svc_ref) */
+            call?: components["schemas"]["CallFilter"];
+        };
+        /** @description eq/neq: same JSON type and value (neq: any other call, one without the path too); exists/not_exists: the path is present (a JSON null counts); gt/gte/lt/lte: a number at the path compared with a number; contains: a string at the path holds the value (case-sensitive) */
+        AttributeCondition: {
+            /** @description dotted path into the call's attributes, e.g. gen_ai.request.model */
+            path: string;
+            /** @enum {string} */
+            op: "eq" | "neq" | "exists" | "not_exists" | "gt" | "gte" | "lt" | "lte" | "contains";
+            value?: string | number | boolean;
         };
         CallFilter: {
             call_ids?: string[];
@@ -523,13 +812,30 @@ export interface components {
             text?: string;
             attributes?: components["schemas"]["AttributeCondition"][];
         };
-        /** @description eq/neq: same JSON type and value (neq: any other call, one without the path too); exists/not_exists: the path is present (a JSON null counts); gt/gte/lt/lte: a number at the path compared with a number; contains: a string at the path holds the value (case-sensitive) */
-        AttributeCondition: {
-            /** @description dotted path into the call's attributes, e.g. gen_ai.request.model */
-            path: string;
-            /** @enum {string} */
-            op: "eq" | "neq" | "exists" | "not_exists" | "gt" | "gte" | "lt" | "lte" | "contains";
-            value?: string | number | boolean;
+        /** @description any JSON value */
+        JsonValue: unknown;
+        CallCreateReq: {
+            /**
+             * @description `<entity>/<project>`
+             * @example acme/chatbot
+             */
+            project_id: string;
+            id?: string;
+            trace_id?: string;
+            /** @description the call this one ran inside; null (or absent) for a trace's root. It need not be stored yet: spans arrive in any order */
+            parent_id?: string | null;
+            op_name: string;
+            /** Format: date-time */
+            started_at: string;
+            ended_at?: string | null;
+            inputs?: {
+                [key: string]: components["schemas"]["JsonValue"];
+            } | null;
+            output?: components["schemas"]["JsonValue"];
+            attributes?: {
+                [key: string]: components["schemas"]["JsonValue"];
+            } | null;
+            exception?: string | null;
         };
         FeedbackCreateReq: {
             /**
@@ -566,6 +872,14 @@ export interface components {
             annotations_per_item: number;
             lease_seconds: number;
             /**
+             * @description `open`: anyone who may annotate in the project; `assigned`: only the assignees
+             * @enum {string}
+             */
+            access: "open" | "assigned";
+            /** @description user ids, in code-unit order */
+            assignees: string[];
+            overlap_coverage: number;
+            /**
              * Format: date-time
              * @example 2026-11-22T10:04:05.123Z
              */
@@ -577,6 +891,14 @@ export interface components {
              */
             updated_at: string;
             deleted_at: string | null;
+        };
+        MyQueue: {
+            project_id: string;
+            queue: components["schemas"]["AnnotationQueue"];
+            /** @description items open to the caller, not finished by them and still short of their quota */
+            remaining_for_me: number;
+            /** @description items the caller completed or skipped */
+            done_by_me: number;
         };
         Agreement: {
             scorer_ref: string;
@@ -636,6 +958,10 @@ export interface components {
             updated_at: string;
             deleted_at: string | null;
             position_in_queue: number | null;
+            /** @description the one user who may claim the item, or null (contract 5.11) */
+            assigned_user_id: string | null;
+            /** @description the item's quota: the queue's annotations_per_item for the share overlap_coverage of items, else 1 */
+            annotations_required: number;
         };
         AnnotationQueueItemAnnotations: {
             item_id: string;
@@ -655,6 +981,57 @@ export interface components {
              * @example 2026-11-22T10:04:05.123Z
              */
             finished_at: string;
+        };
+        QueueRule: {
+            id: string;
+            queue_id: string;
+            name: string;
+            /** @enum {string} */
+            trigger: "call" | "feedback";
+            filter: components["schemas"]["QueueRuleFilter"];
+            sample_rate: number;
+            max_items_per_day: number | null;
+            enabled: boolean;
+            created_by: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:04:05.123Z
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:04:05.123Z
+             */
+            updated_at: string;
+            stats: components["schemas"]["QueueRuleStats"];
+            backfill: components["schemas"]["QueueRuleBackfill"] | null;
+        };
+        QueueRuleStats: {
+            /** @description calls (trigger "call", and backfills) or feedback records (trigger "feedback") the rule looked at */
+            considered: number;
+            /** @description calls that matched the filter (for a feedback rule: distinct calls named by matching records, per request) */
+            matched: number;
+            /** @description matched calls the sample left out */
+            sampled_out: number;
+            /** @description sampled calls skipped because max_items_per_day was reached */
+            capped: number;
+            /** @description items the rule added (matched calls already in the queue, or deleted from it, are none of these three) */
+            added: number;
+            last_added_at: string | null;
+        };
+        QueueRuleBackfill: {
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:04:05.123Z
+             */
+            since: string;
+            /** @enum {string} */
+            state: "running" | "done" | "failed";
+            /** @description stored calls considered so far, each once */
+            considered: number;
+            added: number;
+            /** @description why it failed; null otherwise */
+            reason: string | null;
         };
         AnnotationSpec: {
             ref: string;
@@ -741,7 +1118,7 @@ export interface components {
             memberships: {
                 entity: string;
                 /** @enum {string} */
-                role: "admin" | "member" | "viewer";
+                role: "admin" | "member" | "annotator" | "viewer";
             }[];
         };
         ModelList: {
@@ -804,6 +1181,45 @@ export interface components {
             user_id: string;
             username: string;
         };
+        Webhook: {
+            id: string;
+            project_id: string;
+            url: string;
+            events: (("feedback.created" | "annotation_queue.item.progress" | "annotation_queue.completed" | "annotation_queue.items.added") | "*")[];
+            description: string | null;
+            enabled: boolean;
+            /** @description why the server disabled it (410, five days of failures); null otherwise */
+            disabled_reason: string | null;
+            created_by: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:04:05.123Z
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:04:05.123Z
+             */
+            updated_at: string;
+        };
+        WebhookDelivery: {
+            id: string;
+            /** @description the webhook-id header: the same on every attempt */
+            event_id: string;
+            type: string;
+            /** @enum {string} */
+            state: "pending" | "delivered" | "failed";
+            attempts: number;
+            /** @description the receiver's HTTP status at the last attempt; null when none came */
+            last_status: number | null;
+            last_error: string | null;
+            next_attempt_at: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:04:05.123Z
+             */
+            created_at: string;
+        };
         Error: {
             reason: string;
             code: string;
@@ -842,6 +1258,15 @@ export interface operations {
                     scorer_refs?: string[];
                     annotations_per_item?: number;
                     lease_seconds?: number;
+                    /**
+                     * @description default open
+                     * @enum {string}
+                     */
+                    access?: "open" | "assigned";
+                    /** @description user ids (at most 1000), each an admin, member or annotator of the project's entity; repeats count once */
+                    assignees?: string[];
+                    /** @description default 1 */
+                    overlap_coverage?: number;
                 };
             };
         };
@@ -1041,6 +1466,111 @@ export interface operations {
             };
         };
     };
+    "annotationQueues-mine": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description only this project's queues; default every project of the caller's entities
+                     * @example acme/chatbot
+                     */
+                    project_id?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description every live queue the caller may claim from, by project, then newest first */
+                        queues: components["schemas"]["MyQueue"][];
+                    };
+                };
+            };
+            /** @description The request is invalid: not JSON, a schema violation (`issues` lists them) or a broken rule; `reason` says which. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not plain UTF-8 JSON (Content-Type: application/json; no Content-Encoding). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this client; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected error; `request_id` identifies it in the server log. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable, or the server is reading too many request bodies; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     "annotationQueues-stats": {
         parameters: {
             query?: never;
@@ -1085,6 +1615,18 @@ export interface operations {
                                 skipped: number;
                             }[];
                             done_items: number;
+                            /** @description the queue's assignees and the users items are assigned to, by user id (5.11) */
+                            by_assignee: {
+                                user_id: string;
+                                /** @description live items assigned to the user alone (items/assign) */
+                                assigned_items: number;
+                                /** @description live items the user completed or skipped */
+                                done: number;
+                                /** @description live items the user holds with a live lease */
+                                in_progress: number;
+                                /** @description live items open to the user (assigned to them or to nobody), not finished by them, still short of their quota */
+                                remaining: number;
+                            }[];
                         }[];
                     };
                 };
@@ -1286,6 +1828,15 @@ export interface operations {
                     scorer_refs?: string[];
                     annotations_per_item?: number;
                     lease_seconds?: number;
+                    /**
+                     * @description `open`: anyone who may annotate in the project; `assigned`: only the assignees
+                     * @enum {string}
+                     */
+                    access?: "open" | "assigned";
+                    /** @description the new list; a user left out is no longer an assignee: their live leases are released */
+                    assignees?: string[];
+                    /** @description the share of items (a stable hash of the item id) that need annotations_per_item annotators; every other item needs one */
+                    overlap_coverage?: number;
                 };
             };
         };
@@ -1767,6 +2318,129 @@ export interface operations {
                         items: components["schemas"]["AnnotationQueueItem"][];
                         /** @description cursor of the next page in the same order and filter; null when there is none. A page may hold fewer rows than `limit` and still name a next page: an answer holds at most the server's byte budget (LOUPE_MAX_RESPONSE_BYTES) */
                         next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description The request is invalid: not JSON, a schema violation (`issues` lists them) or a broken rule; `reason` says which. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A record the request names (in its path or body) does not exist in that project, or is deleted. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not plain UTF-8 JSON (Content-Type: application/json; no Content-Encoding). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this client; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected error; `request_id` identifies it in the server log. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable, or the server is reading too many request bodies; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "annotationQueues-items-assign": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description queue id */
+                queue_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description `<entity>/<project>`
+                     * @example acme/chatbot
+                     */
+                    project_id: string;
+                    /** @description at most 10,000 */
+                    item_ids: string[];
+                    /** @description who alone may claim these items; null unassigns them */
+                    user_id: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description live items of the queue among those named, now assigned as asked */
+                        assigned_count: number;
+                        /** @description named ids that are no live item of the queue */
+                        missing_item_ids: string[];
                     };
                 };
             };
@@ -2357,6 +3031,603 @@ export interface operations {
                 content: {
                     "application/json": {
                         item: components["schemas"]["AnnotationQueueItem"];
+                    };
+                };
+            };
+            /** @description The request is invalid: not JSON, a schema violation (`issues` lists them) or a broken rule; `reason` says which. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A record the request names (in its path or body) does not exist in that project, or is deleted. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this client; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected error; `request_id` identifies it in the server log. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable, or the server is reading too many request bodies; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "annotationQueues-rules-create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description queue id */
+                queue_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description `<entity>/<project>`
+                     * @example acme/chatbot
+                     */
+                    project_id: string;
+                    name: string;
+                    /** @enum {string} */
+                    trigger: "call" | "feedback";
+                    filter: components["schemas"]["QueueRuleFilter"];
+                    /** @description default 1 */
+                    sample_rate?: number;
+                    max_items_per_day?: number | null;
+                    backfill_since?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        rule: components["schemas"]["QueueRule"];
+                    };
+                };
+            };
+            /** @description The request is invalid: not JSON, a schema violation (`issues` lists them) or a broken rule; `reason` says which. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A record the request names (in its path or body) does not exist in that project, or is deleted. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not plain UTF-8 JSON (Content-Type: application/json; no Content-Encoding). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this client; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected error; `request_id` identifies it in the server log. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable, or the server is reading too many request bodies; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "annotationQueues-rules-query": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description queue id */
+                queue_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description `<entity>/<project>`
+                     * @example acme/chatbot
+                     */
+                    project_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        rules: components["schemas"]["QueueRule"][];
+                    };
+                };
+            };
+            /** @description The request is invalid: not JSON, a schema violation (`issues` lists them) or a broken rule; `reason` says which. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A record the request names (in its path or body) does not exist in that project, or is deleted. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not plain UTF-8 JSON (Content-Type: application/json; no Content-Encoding). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this client; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected error; `request_id` identifies it in the server log. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable, or the server is reading too many request bodies; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "annotationQueues-rules-preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description queue id */
+                queue_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description `<entity>/<project>`
+                     * @example acme/chatbot
+                     */
+                    project_id: string;
+                    /**
+                     * @description only call filters are previewed
+                     * @constant
+                     */
+                    trigger: "call";
+                    filter: components["schemas"]["QueueRuleFilter"];
+                    /** @description 0 < r ≤ 1: the share of matching calls added, chosen by a stable hash of (rule id, call id) */
+                    sample_rate?: number;
+                    /**
+                     * Format: date-time
+                     * @description only calls that started at or after this (a backfill_since)
+                     */
+                    since?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stored calls (of those scanned) that match the filter */
+                        matching_calls: number;
+                        /** @description of those, the calls not in the queue and never deleted from it, times sample_rate (rounded): with sample_rate 1 exactly what a backfill from `since` adds, without a daily cap; below 1 the expected count (the rule's own sample depends on its id) */
+                        would_add: number;
+                        /** @description calls looked at: the newest in the filter's time range, at most the scan limit */
+                        scanned_calls: number;
+                        /** @description true when more calls lie in the range than the scan limit (LOUPE_RULE_PREVIEW_SCAN_LIMIT): the counts are of the newest ones only */
+                        scan_limit_reached: boolean;
+                    };
+                };
+            };
+            /** @description The request is invalid: not JSON, a schema violation (`issues` lists them) or a broken rule; `reason` says which. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A record the request names (in its path or body) does not exist in that project, or is deleted. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not plain UTF-8 JSON (Content-Type: application/json; no Content-Encoding). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this client; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected error; `request_id` identifies it in the server log. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable, or the server is reading too many request bodies; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "annotationQueues-rules-update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description queue id */
+                queue_id: string;
+                /** @description rule id */
+                rule_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description `<entity>/<project>`
+                     * @example acme/chatbot
+                     */
+                    project_id: string;
+                    name?: string;
+                    /** @description checked against the rule's trigger, which does not change */
+                    filter?: components["schemas"]["QueueRuleFilter"];
+                    /** @description 0 < r ≤ 1: the share of matching calls added, chosen by a stable hash of (rule id, call id) */
+                    sample_rate?: number;
+                    /** @description null: no cap */
+                    max_items_per_day?: number | null;
+                    enabled?: boolean;
+                    /** @description a timestamp starts a new backfill from it (the previous one, if running, ends); null removes the backfill */
+                    backfill_since?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        rule: components["schemas"]["QueueRule"];
+                    };
+                };
+            };
+            /** @description The request is invalid: not JSON, a schema violation (`issues` lists them) or a broken rule; `reason` says which. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A record the request names (in its path or body) does not exist in that project, or is deleted. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not plain UTF-8 JSON (Content-Type: application/json; no Content-Encoding). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this client; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected error; `request_id` identifies it in the server log. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable, or the server is reading too many request bodies; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "annotationQueues-rules-delete": {
+        parameters: {
+            query: {
+                /** @description `<entity>/<project>` */
+                project_id: string;
+            };
+            header?: never;
+            path: {
+                /** @description queue id */
+                queue_id: string;
+                /** @description rule id */
+                rule_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        rule: components["schemas"]["QueueRule"];
                     };
                 };
             };
@@ -3865,6 +5136,936 @@ export interface operations {
             };
             /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not plain UTF-8 JSON (Content-Type: application/json; no Content-Encoding). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this client; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected error; `request_id` identifies it in the server log. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable, or the server is reading too many request bodies; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "webhooks-create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description `<entity>/<project>`
+                     * @example acme/chatbot
+                     */
+                    project_id: string;
+                    /**
+                     * @description https:// (http:// only when the server sets LOUPE_WEBHOOK_ALLOW_HTTP=true); its host must not be or resolve to a private address
+                     * @example https://hooks.example.com/loupe
+                     */
+                    url: string;
+                    /** @description event types to receive, or "*" for all */
+                    events: (("feedback.created" | "annotation_queue.item.progress" | "annotation_queue.completed" | "annotation_queue.items.added") | "*")[];
+                    description?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        webhook: components["schemas"]["Webhook"];
+                        /**
+                         * @description whsec_<base64>: shown once; verify deliveries with it
+                         * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+                         */
+                        secret: string;
+                    };
+                };
+            };
+            /** @description The request is invalid: not JSON, a schema violation (`issues` lists them) or a broken rule; `reason` says which. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not plain UTF-8 JSON (Content-Type: application/json; no Content-Encoding). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this client; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected error; `request_id` identifies it in the server log. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable, or the server is reading too many request bodies; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "webhooks-query": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description `<entity>/<project>`
+                     * @example acme/chatbot
+                     */
+                    project_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        webhooks: components["schemas"]["Webhook"][];
+                    };
+                };
+            };
+            /** @description The request is invalid: not JSON, a schema violation (`issues` lists them) or a broken rule; `reason` says which. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not plain UTF-8 JSON (Content-Type: application/json; no Content-Encoding). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this client; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected error; `request_id` identifies it in the server log. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable, or the server is reading too many request bodies; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "webhooks-update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description webhook id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description `<entity>/<project>`
+                     * @example acme/chatbot
+                     */
+                    project_id: string;
+                    /**
+                     * @description https:// (http:// only when the server sets LOUPE_WEBHOOK_ALLOW_HTTP=true); its host must not be or resolve to a private address
+                     * @example https://hooks.example.com/loupe
+                     */
+                    url?: string;
+                    /** @description event types to receive, or "*" for all */
+                    events?: (("feedback.created" | "annotation_queue.item.progress" | "annotation_queue.completed" | "annotation_queue.items.added") | "*")[];
+                    description?: string | null;
+                    /** @description true enables it again (and clears disabled_reason) */
+                    enabled?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        webhook: components["schemas"]["Webhook"];
+                    };
+                };
+            };
+            /** @description The request is invalid: not JSON, a schema violation (`issues` lists them) or a broken rule; `reason` says which. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A record the request names (in its path or body) does not exist in that project, or is deleted. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not plain UTF-8 JSON (Content-Type: application/json; no Content-Encoding). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this client; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected error; `request_id` identifies it in the server log. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable, or the server is reading too many request bodies; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "webhooks-delete": {
+        parameters: {
+            query: {
+                /** @description `<entity>/<project>` */
+                project_id: string;
+            };
+            header?: never;
+            path: {
+                /** @description webhook id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        webhook: components["schemas"]["Webhook"];
+                    };
+                };
+            };
+            /** @description The request is invalid: not JSON, a schema violation (`issues` lists them) or a broken rule; `reason` says which. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A record the request names (in its path or body) does not exist in that project, or is deleted. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this client; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected error; `request_id` identifies it in the server log. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable, or the server is reading too many request bodies; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "webhooks-rotateSecret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description webhook id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description `<entity>/<project>`
+                     * @example acme/chatbot
+                     */
+                    project_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description whsec_<base64>: shown once; verify deliveries with it
+                         * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+                         */
+                        secret: string;
+                        /**
+                         * Format: date-time
+                         * @description until then deliveries carry a signature by the old secret too
+                         * @example 2026-11-22T10:04:05.123Z
+                         */
+                        previous_secret_expires_at: string;
+                    };
+                };
+            };
+            /** @description The request is invalid: not JSON, a schema violation (`issues` lists them) or a broken rule; `reason` says which. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A record the request names (in its path or body) does not exist in that project, or is deleted. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not plain UTF-8 JSON (Content-Type: application/json; no Content-Encoding). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this client; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected error; `request_id` identifies it in the server log. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable, or the server is reading too many request bodies; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "webhooks-test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description webhook id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description `<entity>/<project>`
+                     * @example acme/chatbot
+                     */
+                    project_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        delivery: components["schemas"]["WebhookDelivery"];
+                    };
+                };
+            };
+            /** @description The request is invalid: not JSON, a schema violation (`issues` lists them) or a broken rule; `reason` says which. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A record the request names (in its path or body) does not exist in that project, or is deleted. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not plain UTF-8 JSON (Content-Type: application/json; no Content-Encoding). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this client; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected error; `request_id` identifies it in the server log. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable, or the server is reading too many request bodies; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "webhooks-deliveries-query": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description webhook id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description `<entity>/<project>`
+                     * @example acme/chatbot
+                     */
+                    project_id: string;
+                    /** @enum {string} */
+                    state?: "pending" | "delivered" | "failed";
+                    /** @description default 100, at most the server limit (10,000 by default) */
+                    limit?: number;
+                    /** @description next_cursor of the previous page, unchanged; not with offset */
+                    cursor?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        deliveries: components["schemas"]["WebhookDelivery"][];
+                        /** @description cursor of the next page in the same order and filter; null when there is none. A page may hold fewer rows than `limit` and still name a next page: an answer holds at most the server's byte budget (LOUPE_MAX_RESPONSE_BYTES) */
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description The request is invalid: not JSON, a schema violation (`issues` lists them) or a broken rule; `reason` says which. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A record the request names (in its path or body) does not exist in that project, or is deleted. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not plain UTF-8 JSON (Content-Type: application/json; no Content-Encoding). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this client; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected error; `request_id` identifies it in the server log. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable, or the server is reading too many request bodies; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "webhooks-deliveries-retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description webhook id */
+                id: string;
+                delivery_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description `<entity>/<project>`
+                     * @example acme/chatbot
+                     */
+                    project_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        delivery: components["schemas"]["WebhookDelivery"];
+                    };
+                };
+            };
+            /** @description The request is invalid: not JSON, a schema violation (`issues` lists them) or a broken rule; `reason` says which. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A record the request names (in its path or body) does not exist in that project, or is deleted. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A client-chosen id already exists with different content. */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
