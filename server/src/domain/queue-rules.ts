@@ -258,14 +258,17 @@ export async function previewRule(db: SqlScope, { req, scanLimit }: { req: Queue
   if (before !== undefined) range.push(sql`started_at < ${sqlDate(db, new Date(before))}`);
   const where = sql.join(range, ' and ');
   // The scanned rows keep the table's name, so that the filter's conditions read their columns;
-  // each condition is evaluated once per row.
+  // each condition is evaluated once per row. On SQLite they keep the call's rowid as a column
+  // too: a text condition names the call by it (calls.rowid, Migration0016CallFilterIndexes), and
+  // a derived table has none of its own.
   const conditions = callFilterConditions(db, rest);
+  const scannedColumns = onPostgres(db) ? sql`*` : sql`rowid as rowid, *`;
   const matches = conditions.length ? sql.join(conditions, ' and ') : sql`1 = 1`;
   const [counts] = await sqlRows<{ scanned: number | string; matching: number | string | null; fresh: number | string | null }>(db,
     sql`select count(*) as scanned, sum(s.m) as matching,
         sum(case when s.m = 1 and not exists (select 1 from annotation_queue_items i where i.queue_id = ${req.queue_id} and i.call_id = s.id) then 1 else 0 end) as fresh
       from (select calls.id, case when ${matches} then 1 else 0 end as m
-        from (select * from calls where ${where} order by started_at desc, id desc limit ${scanLimit}) calls) s`);
+        from (select ${scannedColumns} from calls where ${where} order by started_at desc, id desc limit ${scanLimit}) calls) s`);
   const scanned = Number(counts?.scanned ?? 0);
   const more = scanned < scanLimit ? [] : await sqlRows(db, sql`select 1 as more from calls where ${where} order by started_at desc, id desc limit 1 offset ${scanLimit}`);
   const rate = req.sample_rate ?? 1;
