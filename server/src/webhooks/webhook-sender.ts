@@ -1,19 +1,25 @@
-import { request as httpRequest, type IncomingMessage, type RequestOptions } from 'node:http';
-import { request as httpsRequest } from 'node:https';
-import { isIP, type LookupFunction } from 'node:net';
-import { AddressRefused, checkWebhookUrl, hostOf, publicAddresses, type ResolveHost, type UrlPolicy } from '../domain/webhook-addresses.ts';
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type RequestOptions } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { LRUCache } from 'lru-cache';
+import type { LookupFunction } from 'node:net';
+import { checkWebhookUrl, hostOf, publicAddresses, type ResolveHost, type UrlPolicy } from '../domain/webhook-addresses.ts';
 import type { AttemptOutcome } from '../domain/webhook-deliveries.ts';
 
 // One attempt of one delivery: a POST to the webhook's url, bounded in time and in what is read
-// back. The host is resolved for this attempt, every address checked (webhook-addresses.ts), and
-// the connection made to a checked address through the request's own `lookup`: Node connects to
-// what it returns, so nothing can resolve the name a second time in between. Each attempt opens
-// its own connection (no keep-alive pool), so each one is checked. Redirects are not followed.
+// back. The host is resolved for this attempt and every address checked (webhook-addresses.ts);
+// the connection is made to the first checked address, through a keep-alive pool of its own per
+// address (AgentPool) whose `lookup` answers that address and nothing else: nothing resolves the
+// name a second time in between, and a pooled connection is one made to that very address.
+// Redirects are not followed.
 
 /** At most this much of a receiver's answer is read; the rest is discarded with the connection. */
 const MAX_ANSWER_BYTES = 64 * 1024;
 /** The longest Retry-After honoured: a receiver cannot park a delivery for longer than a day. */
 const MAX_RETRY_AFTER_MS = 86_400_000;
+/** Connection pools kept (one per host, checked address, port and scheme); the least recent is closed past it. */
+const MAX_POOLS = 256;
+/** An idle pooled connection is closed after this. */
+const IDLE_SOCKET_MS = 4_000;
 
 export type Attempt = {
   url: string;
@@ -21,24 +27,35 @@ export type Attempt = {
   body: Buffer;
   timeoutMs: number;
   policy: UrlPolicy & { resolve: ResolveHost };
+  pools: AgentPool;
   /** Aborts the attempt (shutdown). */
   signal: AbortSignal;
 };
 
-/** The request's lookup: the checked addresses of this attempt, in the form Node asks for. */
-function checkedLookup(url: URL, policy: Attempt['policy']): LookupFunction {
-  return (hostname, options, callback) => {
-    const done = callback as (error: NodeJS.ErrnoException | null, address: string | { address: string; family: number }[], family?: number) => void;
-    publicAddresses(url, { resolve: policy.resolve, allowPrivate: policy.allowPrivate }).then(
-      (found) => {
-        const wanted = options.family === 4 || options.family === 6 ? found.filter((entry) => entry.family === options.family) : found;
-        if (!wanted.length) return done(Object.assign(new Error(`${hostname} has no IPv${options.family} address`), { code: 'ENOTFOUND' }), '');
-        if (options.all) return done(null, wanted);
-        return done(null, wanted[0]!.address, wanted[0]!.family);
-      },
-      (error: Error) => done(error, ''),
-    );
-  };
+/** Keep-alive connection pools, one per checked address (with the host, port and scheme). */
+export class AgentPool {
+  readonly #agents = new LRUCache<string, HttpAgent>({ max: MAX_POOLS, dispose: (agent) => agent.destroy() });
+
+  /** The pool whose connections go to `address` only. */
+  agentFor({ url, address, family }: { url: URL; address: string; family: number }): HttpAgent {
+    const key = `${url.protocol}//${hostOf(url)}|${address}|${url.port}`;
+    let agent = this.#agents.get(key);
+    if (!agent) {
+      const lookup: LookupFunction = (_hostname, options, callback) => {
+        const done = callback as (error: null, address: string | { address: string; family: number }[], family?: number) => void;
+        if (options.all) done(null, [{ address, family }]);
+        else done(null, address, family);
+      };
+      const options = { keepAlive: true, timeout: IDLE_SOCKET_MS, maxFreeSockets: 4, lookup };
+      agent = url.protocol === 'https:' ? new HttpsAgent(options) : new HttpAgent(options);
+      this.#agents.set(key, agent);
+    }
+    return agent;
+  }
+
+  close(): void {
+    this.#agents.clear();
+  }
 }
 
 /** Retry-After as milliseconds: delay-seconds or an HTTP date; undefined when absent or unreadable. */
@@ -62,11 +79,20 @@ const headerText = (value: string | string[] | undefined) => (Array.isArray(valu
 
 /** Makes one attempt; never throws: every way it can end is an outcome. */
 export async function sendAttempt(attempt: Attempt): Promise<AttemptOutcome> {
+  const deadline = Date.now() + attempt.timeoutMs;
+  const late = (): AttemptOutcome => ({ kind: 'failed', status: null, error: `no answer within ${attempt.timeoutMs} ms` });
   let url: URL;
+  let target: { address: string; family: number };
   try {
     url = checkWebhookUrl(attempt.url, attempt.policy);
-    // A url written with an address is not looked up: it is checked here.
-    if (isIP(hostOf(url))) await publicAddresses(url, attempt.policy);
+    // Resolved and checked for this attempt; the time it takes counts against the attempt's.
+    let timer: NodeJS.Timeout | undefined;
+    const checked = await Promise.race([
+      publicAddresses(url, attempt.policy),
+      new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), attempt.timeoutMs))),
+    ]).finally(() => clearTimeout(timer));
+    if (!checked) return late();
+    target = checked[0]!;
   } catch (error) {
     return { kind: 'failed', status: null, error: `refused: ${(error as Error).message}` };
   }
@@ -83,13 +109,12 @@ export async function sendAttempt(attempt: Attempt): Promise<AttemptOutcome> {
       port: url.port || undefined,
       path: `${url.pathname}${url.search}`,
       headers: { ...attempt.headers, 'content-length': String(attempt.body.length) },
-      lookup: checkedLookup(url, attempt.policy),
-      agent: false,
+      agent: attempt.pools.agentFor({ url, ...target }),
       signal: attempt.signal,
     };
     const request = (url.protocol === 'https:' ? httpsRequest : httpRequest)(options, (response) => {
       settle(outcomeOf(response));
-      // Read a little of the answer (some receivers wait for that before they close), never much.
+      // Read a little of the answer (the connection is then reused), never much.
       let read = 0;
       response.on('data', (chunk: Buffer) => {
         read += chunk.length;
@@ -99,13 +124,12 @@ export async function sendAttempt(attempt: Attempt): Promise<AttemptOutcome> {
       response.on('close', () => clearTimeout(timer));
     });
     const timer = setTimeout(() => {
-      settle({ kind: 'failed', status: null, error: `no answer within ${attempt.timeoutMs} ms` });
+      settle(late());
       request.destroy();
-    }, attempt.timeoutMs);
+    }, Math.max(deadline - Date.now(), 0));
     request.on('error', (error: NodeJS.ErrnoException) => {
       clearTimeout(timer);
-      if (error instanceof AddressRefused) settle({ kind: 'failed', status: null, error: `refused: ${error.message}` });
-      else settle({ kind: 'failed', status: null, error: `the request failed: ${error.code ?? error.message}` });
+      settle({ kind: 'failed', status: null, error: `the request failed: ${error.code ?? error.message}` });
     });
     request.end(attempt.body);
   });

@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createUserViaCli } from '../harness/child-server.ts';
 import { freshDatabase, postgresAvailable, type Backend } from '../harness/databases.ts';
 import { startLoupe } from './child.ts';
+import { cpuSeconds } from './process-cpu.ts';
 import { median, type Section, type Settings } from './report.ts';
 
 // Webhooks (contract 5.13) under load, on each database:
@@ -103,9 +104,20 @@ async function benchBackend(backend: Backend, settings: Settings, workDir: strin
 
     // 1. Batches of 1,000, with two webhooks against none.
     const batches = Math.max(20, Math.round((settings.seconds * 30_000) / 1000 / 2));
-    const measure = async (project: string) => (batches * 1000) / (await drive(batches, LOUPE_CONCURRENCY, () => post(project, 1000)));
+    // Each round also notes the server's CPU per batch (its deliveries included, as they are sent meanwhile).
+    const pid = loupe.server.child.pid;
+    const cpu: Record<string, number[]> = { [plain]: [], [hooked]: [] };
+    const measure = async (project: string) => {
+      const before = cpuSeconds(pid);
+      const rate = (batches * 1000) / (await drive(batches, LOUPE_CONCURRENCY, () => post(project, 1000)));
+      const after = cpuSeconds(pid);
+      if (before !== null && after !== null) cpu[project]!.push(((after - before) * 1000) / batches);
+      return rate;
+    };
     await measure(plain); // warm-up, discarded
     await measure(hooked);
+    cpu[plain] = [];
+    cpu[hooked] = [];
     const plainRates: number[] = [];
     const hookedRates: number[] = [];
     for (let round = 0; round < settings.rounds; round++) {
@@ -113,6 +125,7 @@ async function benchBackend(backend: Backend, settings: Settings, workDir: strin
       for (const project of order) (project === plain ? plainRates : hookedRates).push(await measure(project));
     }
     const ratio = median(hookedRates) / median(plainRates);
+    const cpuPerBatch = (project: string) => (cpu[project]!.length ? +median(cpu[project]!).toFixed(1) : null);
 
     // 2. Delivery under load: let the batches' deliveries drain first, then write single records.
     // Two deliveries per event: the first write, the warm-up and every round's batches to the project with webhooks.
@@ -169,6 +182,7 @@ async function benchBackend(backend: Backend, settings: Settings, workDir: strin
         none_records_per_s: Math.round(median(plainRates)),
         two_webhooks_records_per_s: Math.round(median(hookedRates)),
         ratio: +ratio.toFixed(3),
+        server_cpu_ms_per_batch: { none: cpuPerBatch(plain), two_webhooks: cpuPerBatch(hooked) },
         rounds: { none: plainRates.map(Math.round), two_webhooks: hookedRates.map(Math.round) },
       },
       delivery: { backend, ...delivery },
@@ -197,7 +211,7 @@ export async function webhooksBenchmark(settings: Settings, workDir: string): Pr
   const ratios = results.map((r) => r.ratio);
   const deliveries = results.map((r) => r.delivery);
   console.log('\nwebhooks: feedback batches of 1,000, records/s, two webhooks subscribed vs none (same run)');
-  console.table(ratios.map(({ rounds: _rounds, ...row }) => row));
+  console.table(ratios.map(({ rounds: _rounds, server_cpu_ms_per_batch: cpu, ...row }) => ({ ...row, 'server CPU ms/batch none / two': `${cpu.none} / ${cpu.two_webhooks}` })));
   console.log(`delivery to a local receiver, one record per write, two webhooks: capacity (a burst from ${DELIVERY_WRITERS} clients), then half of it sustained`);
   console.table(deliveries.map(({ delay_ms, ...row }) => ({ ...row, 'delay p50/p95/p99/max ms': `${delay_ms.p50} / ${delay_ms.p95} / ${delay_ms.p99} / ${delay_ms.max}` })));
   const checks = [
