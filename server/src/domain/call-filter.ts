@@ -93,11 +93,16 @@ function sqliteAttribute(column: string, { path, op, value }: AttributeCondition
   const jsonPath = sqlitePath(path);
   const type = sql`json_type(${sql.raw(column)}, ${jsonPath})`;
   const at = sql`json_extract(${sql.raw(column)}, ${jsonPath})`;
+  // Each JSON function call reads the document again (a preview of 20 conditions over 100,000
+  // calls is 40 calls per row). The value is compared first and its type checked only when the
+  // comparison holds: CASE WHEN stops at the first false term, so a condition that fails costs one
+  // call. json_extract alone cannot tell `true` from 1, a string from an object's text, or order a
+  // string against a number (SQLite puts text above numbers), hence the type after it.
   switch (op) {
     case 'eq':
       return sqliteEquals(type, at, value!);
     case 'neq':
-      return sql`not coalesce(${sqliteEquals(type, at, value!)}, 0)`;
+      return sql`(case when ${sqliteEqualsTerms(type, at, value!)} then 0 else 1 end)`;
     case 'exists':
       return sql`${type} is not null`;
     case 'not_exists':
@@ -106,15 +111,19 @@ function sqliteAttribute(column: string, { path, op, value }: AttributeCondition
     case 'gte':
     case 'lt':
     case 'lte':
-      return sql`(${type} in ('integer', 'real') and ${at} ${sql.raw(COMPARISON[op])} ${value})`;
+      return sql`(case when ${at} ${sql.raw(COMPARISON[op])} ${value} and ${type} in ('integer', 'real') then 1 else 0 end)`;
     case 'contains':
-      return sql`(${type} = 'text' and instr(${at}, ${String(value)}) > 0)`;
+      return sql`(case when instr(${at}, ${String(value)}) > 0 and ${type} = 'text' then 1 else 0 end)`;
   }
 }
 
-/** The same JSON type and value: json_extract alone gives 1 for `true` and for `1`. */
+/** The same JSON type and value, 1 or 0: json_extract alone gives 1 for `true` and for `1`. */
 function sqliteEquals(type: Statement, at: Statement, value: string | number | boolean): Statement {
-  if (typeof value === 'boolean') return sql`coalesce(${type} = ${value ? 'true' : 'false'}, 0)`;
-  if (typeof value === 'number') return sql`coalesce(${type} in ('integer', 'real') and ${at} = ${value}, 0)`;
-  return sql`coalesce(${type} = 'text' and ${at} = ${value}, 0)`;
+  return sql`(case when ${sqliteEqualsTerms(type, at, value)} then 1 else 0 end)`;
+}
+
+function sqliteEqualsTerms(type: Statement, at: Statement, value: string | number | boolean): Statement {
+  if (typeof value === 'boolean') return sql`${type} = ${value ? 'true' : 'false'}`;
+  if (typeof value === 'number') return sql`${at} = ${value} and ${type} in ('integer', 'real')`;
+  return sql`${at} = ${value} and ${type} = 'text'`;
 }
