@@ -3,11 +3,19 @@ import { inList, onPostgres, sqlDate, type SqlScope } from '../db/sql.ts';
 import { sql, type Statement } from '../db/statement.ts';
 
 /**
+ * `textAfterRowid` (SQLite): the calls to test are among those whose text-index rows come after
+ * this rowid: the calls a write has just stored (their rows are the newest, rowids ascend). The
+ * text condition then reads only those rows of the index, rather than every call of the database
+ * with the words (queue rules test each new call of a write).
+ */
+export type CallFilterOptions = { textAfterRowid?: number };
+
+/**
  * A CallFilter (contract 5.1) as conditions on the `calls` table, one per condition given, each
  * value a bound parameter: the calls query joins them with `and`, and queue rules (5.10) can too.
  * The filter has been validated by its zod schema (bounded lists, text and paths).
  */
-export function callFilterConditions(db: SqlScope, filter: CallFilter): Statement[] {
+export function callFilterConditions(db: SqlScope, filter: CallFilter, { textAfterRowid }: CallFilterOptions = {}): Statement[] {
   const postgres = onPostgres(db);
   const where = [...inList('id', filter.call_ids), ...inList('op_name', filter.op_names), ...inList('trace_id', filter.trace_ids)];
   // strpos/instr rather than like: a `%` or `_` in the name is a character, not a wildcard.
@@ -16,7 +24,7 @@ export function callFilterConditions(db: SqlScope, filter: CallFilter): Statemen
   if (filter.started_after !== undefined) where.push(sql`started_at >= ${sqlDate(db, new Date(filter.started_after))}`);
   if (filter.started_before !== undefined) where.push(sql`started_at < ${sqlDate(db, new Date(filter.started_before))}`);
   if (filter.has_exception !== undefined) where.push(filter.has_exception ? sql`exception is not null` : sql`exception is null`);
-  if (filter.text !== undefined) where.push(postgres ? postgresText(filter.text) : sqliteText(filter.text));
+  if (filter.text !== undefined) where.push(postgres ? postgresText(filter.text) : sqliteText(filter.text, textAfterRowid));
   where.push(...jsonConditions(db, 'attributes', filter.attributes));
   return where;
 }
@@ -45,12 +53,15 @@ function postgresText(text: string): Statement {
  * string (a phrase of its words, `"` doubled), so nothing of the input is FTS5 syntax: `OR`,
  * `NEAR`, `*` and `"` are searched as text. Pieces without a letter or digit are dropped.
  */
-function sqliteText(text: string): Statement {
+function sqliteText(text: string, afterRowid: number | undefined): Statement {
   const match = text
     .split(/\s+/)
     .filter((piece) => /[\p{L}\p{N}]/u.test(piece))
     .map((piece) => `"${piece.replaceAll('"', '""')}"`)
     .join(' ');
+  if (afterRowid !== undefined) {
+    return sql`(project_id, id) in (select project_id, call_id from calls_text where calls_text match ${match} and rowid > ${afterRowid})`;
+  }
   return sql`(project_id, id) in (select project_id, call_id from calls_text where calls_text match ${match})`;
 }
 
