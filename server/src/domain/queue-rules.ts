@@ -11,7 +11,7 @@ import {
 import type { Selectable } from 'kysely';
 import { QueueRuleRecord, type LoupeDatabase } from '../db/entities.ts';
 import type { Em } from '../db/orm.ts';
-import { isoOrNullFromSql, onPostgres, sqlDate, sqlRows, typedKysely, type SqlScope } from '../db/sql.ts';
+import { isoOrNullFromSql, onPostgres, perDialect, sqlDate, sqlRows, sqlRun, sqlTransaction, typedKysely, type SqlScope } from '../db/sql.ts';
 import { sql } from '../db/statement.ts';
 import { ensureProject } from './access.ts';
 import { liveQueue } from './annotation-queues.ts';
@@ -251,6 +251,31 @@ export async function deleteRule(db: SqlScope, ref: RuleRef): Promise<QueueRule>
  */
 export async function previewRule(db: SqlScope, { req, scanLimit }: { req: QueueRulePreviewReq; scanLimit: number }): Promise<QueueRulePreviewRes> {
   await liveQueue(db, req.project_id, req.queue_id);
+  if (!onPostgres(db)) return countPreview(db, { req, scanLimit });
+  return sqlTransaction(db, async (tx) => {
+    await withoutJit(tx);
+    return countPreview(tx, { req, scanLimit });
+  });
+}
+
+/**
+ * PostgreSQL compiles a statement it estimates as costly to machine code first (JIT): a preview
+ * of 100,000 calls spent most of its time compiling its conditions, which it then ran once each.
+ */
+export async function withoutJit(tx: SqlScope): Promise<void> {
+  await sqlRun(tx, sql`set local jit = off`);
+}
+
+/**
+ * The columns of the scanned calls: every column a filter may read. PostgreSQL computes only those
+ * the outer query uses; SQLite would copy each scanned row's inputs and output (its text search
+ * reads its own index instead), which may be megabytes.
+ */
+const scannedColumns = perDialect((db) =>
+  onPostgres(db) ? sql`*` : sql`rowid as rowid, project_id, id, trace_id, parent_id, op_name, started_at, ended_at, attributes, exception, created_at, created_by`,
+);
+
+async function countPreview(db: SqlScope, { req, scanLimit }: { req: QueueRulePreviewReq; scanLimit: number }): Promise<QueueRulePreviewRes> {
   const { started_after: after, started_before: before, ...rest } = req.filter;
   const from = [after, req.since].filter((time): time is string => time !== undefined).map((time) => Date.parse(time));
   const range = [sql`project_id = ${req.project_id}`];
@@ -262,13 +287,12 @@ export async function previewRule(db: SqlScope, { req, scanLimit }: { req: Queue
   // too: a text condition names the call by it (calls.rowid, Migration0016CallFilterIndexes), and
   // a derived table has none of its own.
   const conditions = callFilterConditions(db, rest);
-  const scannedColumns = onPostgres(db) ? sql`*` : sql`rowid as rowid, *`;
   const matches = conditions.length ? sql.join(conditions, ' and ') : sql`1 = 1`;
   const [counts] = await sqlRows<{ scanned: number | string; matching: number | string | null; fresh: number | string | null }>(db,
     sql`select count(*) as scanned, sum(s.m) as matching,
         sum(case when s.m = 1 and not exists (select 1 from annotation_queue_items i where i.queue_id = ${req.queue_id} and i.call_id = s.id) then 1 else 0 end) as fresh
       from (select calls.id, case when ${matches} then 1 else 0 end as m
-        from (select ${scannedColumns} from calls where ${where} order by started_at desc, id desc limit ${scanLimit}) calls) s`);
+        from (select ${scannedColumns(db)} from calls where ${where} order by started_at desc, id desc limit ${scanLimit}) calls) s`);
   const scanned = Number(counts?.scanned ?? 0);
   const more = scanned < scanLimit ? [] : await sqlRows(db, sql`select 1 as more from calls where ${where} order by started_at desc, id desc limit 1 offset ${scanLimit}`);
   const rate = req.sample_rate ?? 1;

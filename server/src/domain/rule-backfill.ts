@@ -6,6 +6,7 @@ import { sql } from '../db/statement.ts';
 import type { Logger } from '../log.ts';
 import { publishingTransaction, type QueueEventPublisher } from './queue-events.ts';
 import { callFilterConditions } from './call-filter.ts';
+import { withoutJit } from './queue-rules.ts';
 import { ACTIVE_RULE_COLUMNS, addRuleItems, matchFlags, toActiveRule, type CallFields } from './rule-items.ts';
 
 // Backfills of queue rules (contract 5.10): the calls already stored that started at or after a
@@ -56,6 +57,9 @@ export async function backfillChunk(
   { ruleId, owner, settings, events }: { ruleId: string; owner: string; settings: BackfillSettings; events: QueueEventPublisher },
 ): Promise<ChunkResult> {
   return publishingTransaction(db, events, async (tx, record) => {
+    // A chunk's read over a large project is estimated costly enough for PostgreSQL's JIT, whose
+    // compiling would cost more than the chunk (see withoutJit).
+    if (onPostgres(tx)) await withoutJit(tx);
     const [row] = await sqlRows<BackfillRow>(tx,
       sql`select ${ACTIVE_RULE_COLUMNS}, r.backfill_since, r.backfill_until, r.backfill_after_started_at, r.backfill_after_id from queue_rules r
         where r.id = ${ruleId} and r.backfill_state = 'running' and r.backfill_lease_owner = ${owner} and r.deleted_at is null and r.enabled

@@ -1,5 +1,5 @@
 import { parseRef, type CallFilter, type QueueRuleFilter, type RuleTrigger } from '@loupe/shared';
-import { inList, jsonFromSql, sqlDate, sqlRows, sqlRun, type SqlScope } from '../db/sql.ts';
+import { inList, jsonFromSql, onPostgres, sqlDate, sqlRows, sqlRun, type SqlScope } from '../db/sql.ts';
 import { sql, type Statement } from '../db/statement.ts';
 import { lockQueuesForWrite } from './annotation-queues.ts';
 import { callFilterConditions, jsonConditions } from './call-filter.ts';
@@ -118,11 +118,12 @@ export async function addCallRuleItems(tx: SqlScope, { calls, now, record }: Rul
   const rules = await activeRules(tx, { projectIds: [...byProject.keys()], trigger: 'call' });
   if (!rules.length) return;
   const results: RuleMatches[] = [];
+  const textAfterRowid = await newTextRows(tx, { rules, newCalls: calls.length });
   for (const [projectId, projectCalls] of byProject) {
     const projectRules = rules.filter((rule) => rule.projectId === projectId);
     if (!projectRules.length) continue;
     const matched = projectRules.map((): CallFields[] => []);
-    const filters = projectRules.map((rule) => callFilterConditions(tx, rule.filter));
+    const filters = projectRules.map((rule) => callFilterConditions(tx, rule.filter, { textAfterRowid }));
     for (let i = 0; i < projectCalls.length; i += CHUNK) {
       const ids = projectCalls.slice(i, i + CHUNK).map((call) => call.id);
       const met = await rowsMeeting(filters, (flags) =>
@@ -132,6 +133,18 @@ export async function addCallRuleItems(tx: SqlScope, { calls, now, record }: Rul
     projectRules.forEach((rule, index) => results.push({ rule, considered: projectCalls.length, matched: matched[index]! }));
   }
   await addRuleItems(tx, { results, now, record });
+}
+
+/**
+ * SQLite: where the rowids of the calls just stored begin (see CallFilterOptions), when a rule
+ * searches text: `calls_text` keys each call's text by the call's rowid, and the write's calls are
+ * the last rows of `calls` (a write holds the database alone; calls are never deleted, so rowids
+ * ascend).
+ */
+async function newTextRows(tx: SqlScope, { rules, newCalls }: { rules: readonly ActiveRule[]; newCalls: number }): Promise<number | undefined> {
+  if (onPostgres(tx) || !rules.some((rule) => rule.filter.text !== undefined)) return undefined;
+  const [last] = await sqlRows<{ last: number | null }>(tx, sql`select max(rowid) as last from calls`);
+  return Number(last?.last ?? 0) - newCalls;
 }
 
 /** The call a feedback record names: its call_ref, else its svc_ref when that is a call ref. */
