@@ -268,7 +268,7 @@ describeInBrowser('queue page in Chromium', () => {
         await page.addInitScript((key: string) => sessionStorage.setItem('loupe.apiKey', key), viewer.api_key);
         await page.goto(`${server.url}/app/p/${PROJECT}/q/${queueId}`);
         const before = await stats(server, viewer.api_key, PROJECT, queueId);
-        await expect.poll(() => page.locator('p.progress').innerText()).toBe(`${before.done_items} of ${ITEMS} items done`);
+        await expect.poll(() => page.locator('p.progress').innerText(), { timeout: 15_000 }).toBe(`${before.done_items} of ${ITEMS} items done`);
         await expect.poll(() => page.locator('.queue-progress .live').getAttribute('data-live'), { timeout: 10_000 }).toBe('live');
         await firstReadAnswered;
         await setProgress(carol, 11, 'completed');
