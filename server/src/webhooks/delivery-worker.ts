@@ -1,10 +1,9 @@
-import { isAscii } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { WebhookSettings } from '../config.ts';
 import type { SqlScope } from '../db/sql.ts';
 import type { ResolveHost } from '../domain/webhook-addresses.ts';
-import type { WrittenEvent } from '../domain/webhook-outbox.ts';
+import { utf8Of, type WrittenEvent } from '../domain/webhook-outbox.ts';
 import {
   claimDueDeliveries,
   eventData,
@@ -39,14 +38,13 @@ const CLEANUP_MAX_ROWS = 50_000;
  */
 const BODY_CACHE_BYTES = 32 * 1024 * 1024;
 
-/** A delivery's body: `{type, timestamp, data}`, the payload's text as written. */
-function bodyOf(event: { type: string; createdAt: Date; dataText: string }): Buffer {
-  const text = `{"type":${JSON.stringify(event.type)},"timestamp":${JSON.stringify(event.createdAt.toISOString())},"data":${event.dataText}}`;
-  // Text that is all ASCII (the usual payload: ids and refs) is its own UTF-8; copied as Latin-1
-  // it costs a fraction of encoding it.
-  const ascii = Buffer.from(text, 'latin1');
-  return isAscii(ascii) ? ascii : Buffer.from(text, 'utf8');
+/** A delivery's body: `{type, timestamp, data}`, the payload's bytes as written. */
+function bodyOf(event: { type: string; createdAt: Date; data: Buffer }): Buffer {
+  const head = `{"type":${JSON.stringify(event.type)},"timestamp":${JSON.stringify(event.createdAt.toISOString())},"data":`;
+  return Buffer.concat([Buffer.from(head), event.data, CLOSING_BRACE]);
 }
+
+const CLOSING_BRACE = Buffer.from('}');
 
 export type DeliveryWorkerOptions = {
   db: SqlScope;
@@ -156,7 +154,7 @@ export class DeliveryWorker {
     for (const delivery of due) {
       const dataText = data.get(delivery.eventId);
       if (dataText === undefined || bodies.has(delivery.eventId)) continue;
-      const body = bodyOf({ type: delivery.type, createdAt: delivery.eventAt, dataText });
+      const body = bodyOf({ type: delivery.type, createdAt: delivery.eventAt, data: utf8Of(dataText) });
       bodies.set(delivery.eventId, body);
       this.#bodies.set(delivery.eventId, body);
     }

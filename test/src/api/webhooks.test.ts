@@ -163,10 +163,12 @@ describeEachBackend('webhooks', (backend) => {
     expect(receiver.deliveries.filter((d) => d.path === all.path)).toHaveLength(4);
     // The webhook subscribed to other events got none of them.
     expect(receiver.deliveries.filter((d) => d.path === other.path)).toHaveLength(0);
-    // A single create and a replace announce their record too.
-    const single = freeForm(projectId);
+    // A single create and a replace announce their record too; text beyond ASCII arrives as sent, signed.
+    const single = freeForm(projectId, { feedback_type: 'remarque-é✓' });
     expect((await rest(server, 'POST', '/feedback/create', { key: member.api_key, body: single })).status).toBe(200);
-    await receiver.waitFor(all.path, (d) => d.json.data.feedback[0]?.id === single.id);
+    const [accented] = await receiver.waitFor(all.path, (d) => d.json.data.feedback[0]?.id === single.id);
+    expect(accented!.json.data.feedback[0].feedback_type).toBe('remarque-é✓');
+    expect(verified(accented!)).toBe(true);
     const replacement = freeForm(projectId);
     const replaced = await rest(server, 'POST', '/feedback/replace', { key: member.api_key, body: { ...replacement, feedback_id: single.id } });
     expect(replaced.status, replaced.text).toBe(200);
