@@ -288,7 +288,8 @@ async function countPreview(db: SqlScope, { req, scanLimit }: { req: QueueRulePr
   const matches = conditions.length ? sql.join(conditions, ' and ') : sql`1 = 1`;
   const [counts] = await sqlRows<{ scanned: number | string; matching: number | string | null; fresh: number | string | null }>(db,
     sql`select count(*) as scanned, sum(s.m) as matching,
-        sum(case when s.m = 1 and not exists (select 1 from annotation_queue_items i where i.queue_id = ${req.queue_id} and i.call_id = s.id) then 1 else 0 end) as fresh
+        sum(case when s.m = 1 and not exists (select 1 from annotation_queue_items i where i.queue_id = ${req.queue_id} and i.call_id = s.id and i.deleted_at is null)
+          and not exists (select 1 from annotation_queue_items i where i.queue_id = ${req.queue_id} and i.call_id = s.id and i.deleted_at is not null) then 1 else 0 end) as fresh
       from (select calls.id, case when ${matches} then 1 else 0 end as m
         from (select ${scannedColumns(db)} from calls where ${where} order by started_at desc, id desc limit ${scanLimit}) calls) s`);
   const scanned = Number(counts?.scanned ?? 0);

@@ -7,7 +7,7 @@ import type { Logger } from '../log.ts';
 import { publishingTransaction, type QueueEventPublisher } from './queue-events.ts';
 import { callFilterConditions } from './call-filter.ts';
 import { withoutJit } from './queue-rules.ts';
-import { ACTIVE_RULE_COLUMNS, addRuleItems, matchFlags, toActiveRule, type CallFields } from './rule-items.ts';
+import { ACTIVE_RULE_COLUMNS, addRuleItems, matchFlags, toActiveRule } from './rule-items.ts';
 
 // Backfills of queue rules (contract 5.10): the calls already stored that started at or after a
 // rule's `backfill_since` are considered once, in the background, in chunks in (started_at, id)
@@ -68,8 +68,9 @@ export async function backfillChunk(
     const rule = toActiveRule(row);
     const range = [sql`project_id = ${rule.projectId}`, sql`started_at >= ${row.backfill_since}`, sql`created_at <= ${row.backfill_until}`];
     if (row.backfill_after_id !== null) range.push(sql`(started_at, id) > (${row.backfill_after_started_at}, ${row.backfill_after_id})`);
-    const calls = await sqlRows<CallFields & { flags: string }>(tx,
-      sql`select id, trace_id, op_name, started_at, ended_at, ${matchFlags([callFilterConditions(tx, rule.filter)])} as flags from calls
+    // started_at as the driver gives it: written back as the backfill's place.
+    const calls = await sqlRows<{ id: string; started_at: unknown; flags: string }>(tx,
+      sql`select id, started_at, ${matchFlags([callFilterConditions(tx, rule.filter)])} as flags from calls
         where ${sql.join(range, ' and ')} order by started_at, id limit ${settings.chunk}`);
     const now = new Date();
     const outcomes = await addRuleItems(tx, { results: [{ rule, considered: calls.length, matched: calls.filter((call) => call.flags === '1') }], now, record });
