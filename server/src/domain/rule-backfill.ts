@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { lockClause, onPostgres, sqlDate, sqlRows, sqlRun, type SqlScope } from '../db/sql.ts';
 import { sql } from '../db/statement.ts';
 import type { Logger } from '../log.ts';
@@ -110,6 +111,8 @@ export class RuleBackfillWorker {
   readonly #log: Logger;
   readonly #settings: BackfillSettings;
   #stopped = false;
+  /** Whether the last attempt found the database unavailable (said once per outage). */
+  #unavailable = false;
   #wake: (() => void) | undefined;
   #running: Promise<void> | undefined;
 
@@ -142,9 +145,17 @@ export class RuleBackfillWorker {
       try {
         ruleId = await claimBackfill(this.#db, { owner: this.owner, leaseMs: this.#settings.leaseMs, takeOverAny: !onPostgres(this.#db) });
         if (ruleId) await this.#work(ruleId);
+        this.#unavailable = false;
       } catch (error) {
-        this.#log.error({ err: error, rule_id: ruleId }, 'rule backfill: a chunk failed');
-        if (ruleId) await chunkFailed(this.#db, { ruleId, owner: this.owner }).catch(() => undefined);
+        if (isDatabaseUnavailable(error)) {
+          // Not the backfill's fault: it goes on from its last chunk when the database is back.
+          if (!this.#unavailable) this.#log.warn({ rule_id: ruleId }, 'rule backfill: the database is unavailable; trying again at the next poll');
+          this.#unavailable = true;
+        } else {
+          this.#log.error({ err: error, rule_id: ruleId }, 'rule backfill: a chunk failed');
+          if (ruleId) await chunkFailed(this.#db, { ruleId, owner: this.owner }).catch(() => undefined);
+        }
+        ruleId = null;
       }
       if (!ruleId && !this.#stopped) await this.#idle(this.#settings.pollMs);
     }
