@@ -188,8 +188,8 @@ export const AnnotationQueueItemRecord = defineEntity({
   },
   uniques: [{ name: 'annotation_queue_items_call_uq', properties: ['queueId', 'callId'], where: LIVE }],
   indexes: [
-    // Every item of a call ever in the queue, deleted ones too: a rule never adds a call again.
-    { name: 'annotation_queue_items_queue_call_idx', properties: ['queueId', 'callId'] },
+    // The deleted items of a call: a rule never adds a call again whose item was deleted.
+    { name: 'annotation_queue_items_deleted_call_idx', properties: ['queueId', 'callId'], where: 'deleted_at is not null' },
     { name: 'annotation_queue_items_created_at_idx', properties: ['queueId', 'createdAt', 'id'], where: LIVE },
     { name: 'annotation_queue_items_updated_at_idx', properties: ['queueId', 'updatedAt', 'id'], where: LIVE },
     { name: 'annotation_queue_items_call_started_at_idx', properties: ['queueId', 'callStartedAt', 'id'], where: LIVE },

@@ -30,8 +30,10 @@ export function callFilterConditions(db: SqlScope, filter: CallFilter, { textAft
   if (filter.started_after !== undefined) where.push(sql`started_at >= ${sqlDate(db, new Date(filter.started_after))}`);
   if (filter.started_before !== undefined) where.push(sql`started_at < ${sqlDate(db, new Date(filter.started_before))}`);
   if (filter.has_exception !== undefined) where.push(filter.has_exception ? sql`exception is not null` : sql`exception is null`);
-  if (filter.text !== undefined) where.push(postgres ? postgresText(filter.text) : sqliteText(filter.text, textAfterRowid));
   where.push(...jsonConditions(db, 'attributes', filter.attributes));
+  // Last: the costliest per row (PostgreSQL computes the call's text vector), so that a queue rule's
+  // flag (CASE WHEN, read left to right) skips it when a cheaper condition fails.
+  if (filter.text !== undefined) where.push(postgres ? postgresText(filter.text) : sqliteText(filter.text, textAfterRowid));
   return where;
 }
 

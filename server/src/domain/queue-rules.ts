@@ -11,11 +11,12 @@ import {
 import type { Selectable } from 'kysely';
 import { QueueRuleRecord, type LoupeDatabase } from '../db/entities.ts';
 import type { Em } from '../db/orm.ts';
-import { isoOrNullFromSql, onPostgres, perDialect, sqlDate, sqlRows, sqlRun, sqlTransaction, typedKysely, type SqlScope } from '../db/sql.ts';
+import { isoOrNullFromSql, onPostgres, perDialect, storedBytes, sqlDate, sqlRows, sqlRun, sqlTransaction, typedKysely, type SqlScope } from '../db/sql.ts';
 import { sql } from '../db/statement.ts';
 import { ensureProject } from './access.ts';
 import { liveQueue } from './annotation-queues.ts';
 import { callFilterConditions } from './call-filter.ts';
+import { requireAnswerFits } from './answer-budget.ts';
 import { invalid, notFound } from './errors.ts';
 import { newId } from './ids.ts';
 
@@ -80,6 +81,9 @@ async function rulesWithStats(db: SqlScope, rows: readonly RuleRow[]): Promise<Q
   const stats = await statsOf(db, rows.map((row) => row.id));
   return rows.map((row) => toRuleDto(row, stats.get(row.id)));
 }
+
+/** Field names, ids, times, numbers and stats of a rule's JSON. */
+const RULE_FRAME_BYTES = 640;
 
 /** A rule as a path names it. */
 export type RuleRef = { projectId: string; queueId: string; ruleId: string };
@@ -188,9 +192,13 @@ export async function createRule(em: Em, { req, userId, limits }: { req: QueueRu
   return readRule(em, { projectId: req.project_id, queueId: req.queue_id, ruleId: id });
 }
 
-/** The rules of a queue, oldest first. */
-export async function queryRules(db: SqlScope, { projectId, queueId }: { projectId: string; queueId: string }): Promise<QueueRule[]> {
+/** The rules of a queue, oldest first; 413 when their filters alone are more than an answer may hold. */
+export async function queryRules(db: SqlScope, { projectId, queueId, budget }: { projectId: string; queueId: string; budget: number }): Promise<QueueRule[]> {
   await liveQueue(db, projectId, queueId);
+  const [size] = await sqlRows<{ bytes: number | string | null }>(db,
+    sql`select sum(${storedBytes(db, 'filter', 'json')} + ${storedBytes(db, 'name')} + ${RULE_FRAME_BYTES}) as bytes from queue_rules
+      where queue_id = ${queueId} and project_id = ${projectId} and deleted_at is null`);
+  requireAnswerFits({ what: 'rules', bytes: size?.bytes ?? 0, budget, narrower: 'delete rules, or raise LOUPE_MAX_RESPONSE_BYTES' });
   const rows = await typedKysely(db)
     .selectFrom('queue_rules')
     .selectAll()
@@ -290,7 +298,8 @@ async function countPreview(db: SqlScope, { req, scanLimit }: { req: QueueRulePr
   const matches = conditions.length ? sql.join(conditions, ' and ') : sql`1 = 1`;
   const [counts] = await sqlRows<{ scanned: number | string; matching: number | string | null; fresh: number | string | null }>(db,
     sql`select count(*) as scanned, sum(s.m) as matching,
-        sum(case when s.m = 1 and not exists (select 1 from annotation_queue_items i where i.queue_id = ${req.queue_id} and i.call_id = s.id) then 1 else 0 end) as fresh
+        sum(case when s.m = 1 and not exists (select 1 from annotation_queue_items i where i.queue_id = ${req.queue_id} and i.call_id = s.id and i.deleted_at is null)
+          and not exists (select 1 from annotation_queue_items i where i.queue_id = ${req.queue_id} and i.call_id = s.id and i.deleted_at is not null) then 1 else 0 end) as fresh
       from (select calls.id, case when ${matches} then 1 else 0 end as m
         from (select ${scannedColumns(db)} from calls where ${where} order by started_at desc, id desc limit ${scanLimit}) calls) s`);
   const scanned = Number(counts?.scanned ?? 0);

@@ -1,13 +1,14 @@
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { lockClause, onPostgres, sqlDate, sqlRows, sqlRun, type SqlScope } from '../db/sql.ts';
 import { sql } from '../db/statement.ts';
 import type { Logger } from '../log.ts';
 import { publishingTransaction, type QueueEventPublisher } from './queue-events.ts';
 import { callFilterConditions } from './call-filter.ts';
 import { withoutJit } from './queue-rules.ts';
-import { ACTIVE_RULE_COLUMNS, addRuleItems, matchFlags, toActiveRule, type CallFields } from './rule-items.ts';
+import { ACTIVE_RULE_COLUMNS, addRuleItems, matchFlags, toActiveRule } from './rule-items.ts';
 
 // Backfills of queue rules (contract 5.10): the calls already stored that started at or after a
 // rule's `backfill_since` are considered once, in the background, in chunks in (started_at, id)
@@ -68,8 +69,9 @@ export async function backfillChunk(
     const rule = toActiveRule(row);
     const range = [sql`project_id = ${rule.projectId}`, sql`started_at >= ${row.backfill_since}`, sql`created_at <= ${row.backfill_until}`];
     if (row.backfill_after_id !== null) range.push(sql`(started_at, id) > (${row.backfill_after_started_at}, ${row.backfill_after_id})`);
-    const calls = await sqlRows<CallFields & { flags: string }>(tx,
-      sql`select id, trace_id, op_name, started_at, ended_at, ${matchFlags([callFilterConditions(tx, rule.filter)])} as flags from calls
+    // started_at as the driver gives it: written back as the backfill's place.
+    const calls = await sqlRows<{ id: string; started_at: unknown; flags: string }>(tx,
+      sql`select id, started_at, ${matchFlags([callFilterConditions(tx, rule.filter)])} as flags from calls
         where ${sql.join(range, ' and ')} order by started_at, id limit ${settings.chunk}`);
     const now = new Date();
     const outcomes = await addRuleItems(tx, { results: [{ rule, considered: calls.length, matched: calls.filter((call) => call.flags === '1') }], now, record });
@@ -109,6 +111,8 @@ export class RuleBackfillWorker {
   readonly #log: Logger;
   readonly #settings: BackfillSettings;
   #stopped = false;
+  /** Whether the last attempt found the database unavailable (said once per outage). */
+  #unavailable = false;
   #wake: (() => void) | undefined;
   #running: Promise<void> | undefined;
 
@@ -141,9 +145,17 @@ export class RuleBackfillWorker {
       try {
         ruleId = await claimBackfill(this.#db, { owner: this.owner, leaseMs: this.#settings.leaseMs, takeOverAny: !onPostgres(this.#db) });
         if (ruleId) await this.#work(ruleId);
+        this.#unavailable = false;
       } catch (error) {
-        this.#log.error({ err: error, rule_id: ruleId }, 'rule backfill: a chunk failed');
-        if (ruleId) await chunkFailed(this.#db, { ruleId, owner: this.owner }).catch(() => undefined);
+        if (isDatabaseUnavailable(error)) {
+          // Not the backfill's fault: it goes on from its last chunk when the database is back.
+          if (!this.#unavailable) this.#log.warn({ rule_id: ruleId }, 'rule backfill: the database is unavailable; trying again at the next poll');
+          this.#unavailable = true;
+        } else {
+          this.#log.error({ err: error, rule_id: ruleId }, 'rule backfill: a chunk failed');
+          if (ruleId) await chunkFailed(this.#db, { ruleId, owner: this.owner }).catch(() => undefined);
+        }
+        ruleId = null;
       }
       if (!ruleId && !this.#stopped) await this.#idle(this.#settings.pollMs);
     }

@@ -14,6 +14,8 @@ import { newId } from './ids.ts';
 // just stored; the sample is a hash of (rule, call) (rule-sampling.ts).
 
 const CHUNK = 500;
+/** New calls whose flags one statement reads: a write's batch of 1,000 in one. */
+const FLAG_CHUNK = 1000;
 
 /** A live, enabled rule of a live queue, as the writers use it. */
 export type ActiveRule = {
@@ -64,9 +66,8 @@ async function activeRules(tx: SqlScope, { projectIds, trigger }: { projectIds: 
   return rows.map(toActiveRule);
 }
 
-/** A call's fields an item copies, as the driver gives them (written back as they came). */
-export type CallFields = { id: string; trace_id: string; op_name: string; started_at: unknown; ended_at: unknown };
-const CALL_FIELDS = sql`id, trace_id, op_name, started_at, ended_at`;
+/** A call a rule matched: items copy its fields from the calls table themselves. */
+export type MatchedCall = { id: string };
 
 /**
  * One text column of '1' and '0', a character per filter: whether the row meets each. Columns
@@ -107,7 +108,7 @@ async function rowsMeeting<R extends { id: string; flags: string }>(
 }
 
 /** What one rule met in one write: how many records it looked at, and the distinct calls that matched. */
-export type RuleMatches = { rule: ActiveRule; considered: number; matched: CallFields[] };
+export type RuleMatches = { rule: ActiveRule; considered: number; matched: MatchedCall[] };
 
 /** What a write adds to the rules' counts, and where its events go. */
 export type RuleWrite = { now: Date; record: RecordEvent };
@@ -122,12 +123,12 @@ export async function addCallRuleItems(tx: SqlScope, { calls, now, record }: Rul
   for (const [projectId, projectCalls] of byProject) {
     const projectRules = rules.filter((rule) => rule.projectId === projectId);
     if (!projectRules.length) continue;
-    const matched = projectRules.map((): CallFields[] => []);
+    const matched = projectRules.map((): MatchedCall[] => []);
     const filters = projectRules.map((rule) => callFilterConditions(tx, rule.filter, { textAfterRowid }));
-    for (let i = 0; i < projectCalls.length; i += CHUNK) {
-      const ids = projectCalls.slice(i, i + CHUNK).map((call) => call.id);
+    for (let i = 0; i < projectCalls.length; i += FLAG_CHUNK) {
+      const ids = projectCalls.slice(i, i + FLAG_CHUNK).map((call) => call.id);
       const met = await rowsMeeting(filters, (flags) =>
-        sqlRows<CallFields & { flags: string }>(tx, sql`select ${CALL_FIELDS}, ${flags} as flags from calls where project_id = ${projectId} and id in (${sql.list(ids)})`));
+        sqlRows<MatchedCall & { flags: string }>(tx, sql`select id, ${flags} as flags from calls where project_id = ${projectId} and id in (${sql.list(ids)})`));
       met.forEach((rows, index) => matched[index]!.push(...rows));
     }
     projectRules.forEach((rule, index) => results.push({ rule, considered: projectCalls.length, matched: matched[index]! }));
@@ -202,14 +203,14 @@ export async function addFeedbackRuleItems(
 async function callsMatching(
   tx: SqlScope,
   { projectId, named, filters }: { projectId: string; named: readonly Set<string>[]; filters: readonly CallFilter[] },
-): Promise<CallFields[][]> {
-  const matched = filters.map((): CallFields[] => []);
+): Promise<MatchedCall[][]> {
+  const matched = filters.map((): MatchedCall[] => []);
   const all = [...new Set(named.flatMap((ids) => [...ids]))];
   const conditions = filters.map((filter) => callFilterConditions(tx, filter));
   for (let i = 0; i < all.length; i += CHUNK) {
     const ids = all.slice(i, i + CHUNK);
     const met = await rowsMeeting(conditions, (flags) =>
-      sqlRows<CallFields & { flags: string }>(tx, sql`select ${CALL_FIELDS}, ${flags} as flags from calls where project_id = ${projectId} and id in (${sql.list(ids)})`));
+      sqlRows<MatchedCall & { flags: string }>(tx, sql`select id, ${flags} as flags from calls where project_id = ${projectId} and id in (${sql.list(ids)})`));
     met.forEach((rows, index) => matched[index]!.push(...rows.filter((row) => named[index]!.has(row.id))));
   }
   return matched;
@@ -242,76 +243,120 @@ export async function addRuleItems(
   );
   const day = now.toISOString().slice(0, 10);
   const at = sqlDate(tx, now);
-  const counted = ordered.map(({ rule, considered, matched }, index) => {
-    return sql`(${rule.id}, ${day}, ${considered}, ${matched.length}, ${matched.length - sampled[index]!.length}, 0, 0, null)`;
+  const addedToday = await countDay(tx, {
+    day,
+    rows: ordered.map(({ rule, considered, matched }, index) => ({ ruleId: rule.id, considered, matched: matched.length, sampledOut: matched.length - sampled[index]!.length })),
   });
-  const days = await sqlRows<{ rule_id: string; added: number | string }>(tx,
-    sql`insert into queue_rule_days (rule_id, day, considered, matched, sampled_out, capped, added, last_added_at) values ${sql.join(counted, ', ')}
-      on conflict (rule_id, day) do update set considered = queue_rule_days.considered + excluded.considered,
-        matched = queue_rule_days.matched + excluded.matched, sampled_out = queue_rule_days.sampled_out + excluded.sampled_out
-      returning rule_id, added`);
-  const addedToday = new Map(days.map((row) => [row.rule_id, Number(row.added)]));
+  const wanted: { rule: ActiveRule; callIds: string[] }[] = [];
   for (const [index, { rule, considered, matched }] of ordered.entries()) {
     const outcome: RuleOutcome = { considered, matched: matched.length, sampledOut: matched.length - sampled[index]!.length, capped: 0, added: 0 };
     outcomes.set(rule.id, outcome);
-    const calls = sampled[index]!;
-    if (!calls.length || !liveQueues.has(rule.queueId)) continue;
-    const fresh = await neverInQueue(tx, rule.queueId, calls);
-    const room = rule.maxItemsPerDay === null ? fresh.length : Math.max(0, rule.maxItemsPerDay - (addedToday.get(rule.id) ?? 0));
-    const taken = fresh.slice(0, room);
-    outcome.capped = fresh.length - taken.length;
-    const itemIds = await insertItems(tx, { rule, calls: taken, at });
-    outcome.added = itemIds.length;
-    if (!outcome.added && !outcome.capped) continue;
-    await sqlRun(tx, updateDay({ ruleId: rule.id, day, outcome, at }));
+    let callIds = sampled[index]!.map((call) => call.id);
+    if (!callIds.length || !liveQueues.has(rule.queueId)) continue;
+    if (rule.maxItemsPerDay !== null) {
+      // The cap leaves room for so many: which ones is decided among the calls not in the queue yet.
+      const fresh = await neverInQueue(tx, rule.queueId, callIds);
+      const room = Math.max(0, rule.maxItemsPerDay - (addedToday.get(rule.id) ?? 0));
+      callIds = fresh.slice(0, room);
+      outcome.capped = fresh.length - callIds.length;
+    }
+    wanted.push({ rule, callIds });
+  }
+  for (const [ruleId, itemIds] of await insertItems(tx, { wanted, at })) {
+    outcomes.get(ruleId)!.added = itemIds.length;
+    const { rule } = ordered.find((result) => result.rule.id === ruleId)!;
     // One event per rule that added items: live streams refetch the queue's items (as after an add
     // by hand), webhooks get the ids and the rule (contract 5.13).
-    if (itemIds.length) {
-      const place = { projectId: rule.projectId, queueId: rule.queueId };
-      record(queueEvent('items_added', place), {
-        type: 'annotation_queue.items.added',
-        data: { project_id: rule.projectId, queue_id: rule.queueId, item_ids: itemIds, rule_id: rule.id },
-      });
-    }
+    record(queueEvent('items_added', { projectId: rule.projectId, queueId: rule.queueId }), {
+      type: 'annotation_queue.items.added',
+      data: { project_id: rule.projectId, queue_id: rule.queueId, item_ids: itemIds, rule_id: rule.id },
+    });
+  }
+  const changed = ordered.filter(({ rule }) => outcomes.get(rule.id)!.added || outcomes.get(rule.id)!.capped);
+  if (changed.length) {
+    const rows = changed.map(({ rule }) => {
+      const { capped, added } = outcomes.get(rule.id)!;
+      return sql`(${rule.id}, ${day}, 0, 0, 0, ${capped}, ${added}, ${added ? at : null})`;
+    });
+    // The rows exist (countDay made them) and this transaction holds them: only the update applies.
+    await sqlRun(tx,
+      sql`insert into queue_rule_days (rule_id, day, considered, matched, sampled_out, capped, added, last_added_at) values ${sql.join(rows, ', ')}
+        on conflict (rule_id, day) do update set capped = queue_rule_days.capped + excluded.capped, added = queue_rule_days.added + excluded.added,
+          last_added_at = coalesce(excluded.last_added_at, queue_rule_days.last_added_at)`);
   }
   return outcomes;
 }
 
-/** A rule's capped and added of a write, on its day row (locked by then). */
-function updateDay({ ruleId, day, outcome, at }: { ruleId: string; day: string; outcome: RuleOutcome; at: unknown }): Statement {
-  const lastAdded = outcome.added ? sql`${at}` : sql`last_added_at`;
-  return sql`update queue_rule_days set capped = capped + ${outcome.capped}, added = added + ${outcome.added}, last_added_at = ${lastAdded}
-    where rule_id = ${ruleId} and day = ${day}`;
+/**
+ * Adds a write's considered, matched and sampled-out counts to the rules' rows of the day (made
+ * when missing), locking them in rule id order; answers what each rule has added that day.
+ */
+async function countDay(
+  tx: SqlScope,
+  { day, rows }: { day: string; rows: readonly { ruleId: string; considered: number; matched: number; sampledOut: number }[] },
+): Promise<Map<string, number>> {
+  const values = rows.map((row) => sql`(${row.ruleId}, ${day}, ${row.considered}, ${row.matched}, ${row.sampledOut}, 0, 0, null)`);
+  const days = await sqlRows<{ rule_id: string; added: number | string }>(tx,
+    sql`insert into queue_rule_days (rule_id, day, considered, matched, sampled_out, capped, added, last_added_at) values ${sql.join(values, ', ')}
+      on conflict (rule_id, day) do update set considered = queue_rule_days.considered + excluded.considered,
+        matched = queue_rule_days.matched + excluded.matched, sampled_out = queue_rule_days.sampled_out + excluded.sampled_out
+      returning rule_id, added`);
+  return new Map(days.map((row) => [row.rule_id, Number(row.added)]));
+}
+
+/** No item of the call in the queue, live or deleted, each kind through its own partial index. Columns are the code's own. */
+function neverInQueueTerm(queue: string, call: string): Statement {
+  const [queueId, callId] = [sql.raw(queue), sql.raw(call)];
+  return sql`not exists (select 1 from annotation_queue_items i where i.queue_id = ${queueId} and i.call_id = ${callId} and i.deleted_at is null)
+    and not exists (select 1 from annotation_queue_items i where i.queue_id = ${queueId} and i.call_id = ${callId} and i.deleted_at is not null)`;
 }
 
 /** The calls that have never had an item in the queue (deleted items count), in the order given. */
-async function neverInQueue(tx: SqlScope, queueId: string, calls: readonly CallFields[]): Promise<CallFields[]> {
+async function neverInQueue(tx: SqlScope, queueId: string, callIds: readonly string[]): Promise<string[]> {
   const known = new Set<string>();
-  for (let i = 0; i < calls.length; i += CHUNK) {
-    const ids = calls.slice(i, i + CHUNK).map((call) => call.id);
-    const rows = await sqlRows<{ call_id: string }>(tx, sql`select call_id from annotation_queue_items where queue_id = ${queueId} and call_id in (${sql.list(ids)})`);
+  for (let i = 0; i < callIds.length; i += CHUNK) {
+    const ids = callIds.slice(i, i + CHUNK);
+    const rows = await sqlRows<{ call_id: string }>(tx,
+      sql`select call_id from annotation_queue_items where queue_id = ${queueId} and call_id in (${sql.list(ids)}) and deleted_at is null
+        union all select call_id from annotation_queue_items where queue_id = ${queueId} and call_id in (${sql.list(ids)}) and deleted_at is not null`);
     for (const row of rows) known.add(row.call_id);
   }
-  return calls.filter((call) => !known.has(call.id));
+  return callIds.filter((id) => !known.has(id));
 }
 
-/** Items of the rule for these calls; a call a concurrent add put in the queue meanwhile is left out. Returns how many were added. */
-/** Inserts the rule's items for these calls, none twice in the queue; returns the new items' ids. */
-async function insertItems(tx: SqlScope, { rule, calls, at }: { rule: ActiveRule; calls: readonly CallFields[]; at: unknown }): Promise<string[]> {
-  const added: string[] = [];
-  for (let i = 0; i < calls.length; i += CHUNK) {
-    const rows = calls.slice(i, i + CHUNK).map((call) => {
+/** A parameter typed for PostgreSQL, where a value in a select list has no type of its own; as is on SQLite. */
+function typed(tx: SqlScope, value: unknown, type: 'text' | 'timestamptz' | 'jsonb' | 'float8'): Statement {
+  return onPostgres(tx) ? sql`${value}::${sql.raw(type)}` : sql`${value}`;
+}
+
+/**
+ * Items for the calls each rule wants, all rules in one statement (per 500 items), their fields
+ * copied from the calls by the database; a call that has, or had, an item in the queue (a
+ * concurrent add among them, or another rule's of this write) is left out. Answers the ids of the
+ * items each rule added, for those that added any.
+ */
+async function insertItems(tx: SqlScope, { wanted, at }: { wanted: readonly { rule: ActiveRule; callIds: readonly string[] }[]; at: unknown }): Promise<Map<string, string[]>> {
+  const added = new Map<string, string[]>();
+  const rows = wanted.flatMap(({ rule, callIds }) => callIds.map((callId) => ({ rule, callId })));
+  const [time, display] = [typed(tx, at, 'timestamptz'), typed(tx, '[]', 'jsonb')];
+  for (let i = 0; i < rows.length; i += CHUNK) {
+    const values = rows.slice(i, i + CHUNK).map(({ rule, callId }) => {
+      const text = (value: string) => typed(tx, value, 'text');
       const itemId = newId();
-      const values = [itemId, rule.projectId, rule.queueId, call.id, call.started_at, call.ended_at ?? null, call.op_name, call.trace_id, '[]', rule.createdBy, rule.id, at, rule.createdBy, at, coveragePoint(itemId)];
-      return sql`(${sql.list(values)})`;
+      return sql`(${text(itemId)}, ${text(callId)}, ${text(rule.id)}, ${text(rule.queueId)}, ${text(rule.projectId)}, ${text(rule.createdBy)}, ${typed(tx, coveragePoint(itemId), 'float8')})`;
     });
-    const inserted = await sqlRows<{ id: string }>(tx,
-      sql`insert into annotation_queue_items (id, project_id, queue_id, call_id, call_started_at, call_ended_at, call_op_name,
-         call_trace_id, display_fields, added_by, rule_id, created_at, created_by, updated_at, coverage_point)
-       values ${sql.join(rows, ', ')}
-       on conflict (queue_id, call_id) where deleted_at is null do nothing
-       returning id`);
-    for (const row of inserted) added.push(row.id);
+    // A cross join: SQLite then reads the rows first and finds each call by its key (an inner join
+    // let it scan the project's calls); PostgreSQL plans it as any join.
+    const inserted = await sqlRows<{ id: string; rule_id: string }>(tx,
+      sql`with v (item_id, call_id, rule_id, queue_id, project_id, user_id, coverage_point) as (values ${sql.join(values, ', ')})
+        insert into annotation_queue_items (id, project_id, queue_id, call_id, call_started_at, call_ended_at, call_op_name,
+          call_trace_id, display_fields, added_by, rule_id, created_at, created_by, updated_at, coverage_point)
+        select v.item_id, c.project_id, v.queue_id, c.id, c.started_at, c.ended_at, c.op_name, c.trace_id, ${display}, v.user_id, v.rule_id, ${time}, v.user_id, ${time}, v.coverage_point
+          from v cross join calls c
+         where c.project_id = v.project_id and c.id = v.call_id and ${neverInQueueTerm('v.queue_id', 'c.id')}
+        on conflict (queue_id, call_id) where deleted_at is null do nothing
+        returning id, rule_id`);
+    for (const row of inserted) added.set(row.rule_id, [...(added.get(row.rule_id) ?? []), row.id]);
   }
   return added;
 }

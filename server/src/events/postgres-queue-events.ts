@@ -167,9 +167,16 @@ class PostgresQueueEvents implements QueueEventBus {
   }
 }
 
-/** NOTIFY in the transaction: PostgreSQL delivers the events to every listener if the transaction commits. */
+/**
+ * NOTIFY in the transaction: PostgreSQL delivers the events to every listener if the transaction
+ * commits. Several events in one statement (a write into several queues, by queue rules).
+ */
 async function notifyQueueEvents(tx: SqlScope, events: readonly QueueBusEvent[]): Promise<void> {
-  for (const event of events) await sqlRows(tx, sql`select pg_notify(${QUEUE_EVENTS_CHANNEL}, ${JSON.stringify(event)})`);
+  if (events.length === 1) await sqlRows(tx, sql`select pg_notify(${QUEUE_EVENTS_CHANNEL}, ${JSON.stringify(events[0])})`);
+  else if (events.length) {
+    const payloads = events.map((event) => JSON.stringify(event));
+    await sqlRows(tx, sql`select count(pg_notify(${QUEUE_EVENTS_CHANNEL}, payload)) as sent from unnest(${payloads}::text[]) as payload`);
+  }
 }
 
 /**

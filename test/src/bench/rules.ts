@@ -37,16 +37,20 @@ function call(projectId: string, startedAt: number) {
     started_at: new Date(startedAt + n).toISOString(),
     ...(n % 50 === 0 ? { exception: 'Timeout after 30 s' } : {}),
     inputs: { messages: [{ role: 'user', content: `Where is order ${n}? It was due on Monday, the customer says.` }] },
-    output: { role: 'assistant', content: n % 7 === 0 ? 'I cannot find that order.' : `Order ${n} ships tomorrow.` },
+    output: { role: 'assistant', content: n % 25 === 1 ? 'I cannot find that order.' : `Order ${n} ships tomorrow.` },
     attributes: { gen_ai: { request: { model: n % 3 ? 'gpt-4o' : 'gpt-4o-mini' }, usage: { input_tokens: 100 + (n % 900), output_tokens: 20 + (n % 200) } }, tier: n % 5 ? 'free' : 'pro' },
   };
 }
 
-/** Five rules with mixed filters: op names, an attribute, full text, exceptions, and a tenth of everything. */
+/**
+ * Five rules with mixed filters, each as selective as a review rule tends to be: op names and an
+ * attribute, two attributes, full text, exceptions, and a tenth of everything. Together they add
+ * about 25 items per 100 calls.
+ */
 const RULES = [
-  { name: 'gpt-4o-mini chats', filter: { op_names: ['openai.chat'], attributes: [{ path: 'gen_ai.request.model', op: 'eq', value: 'gpt-4o-mini' }] }, sample_rate: 0.5 },
-  { name: 'long answers', filter: { attributes: [{ path: 'gen_ai.usage.output_tokens', op: 'gte', value: 200 }, { path: 'tier', op: 'eq', value: 'pro' }] } },
-  { name: 'cannot find', filter: { text: 'cannot find' } },
+  { name: 'mini tool calls', filter: { op_names: ['tool.search'], attributes: [{ path: 'gen_ai.request.model', op: 'eq', value: 'gpt-4o-mini' }] } },
+  { name: 'long pro answers', filter: { attributes: [{ path: 'gen_ai.usage.output_tokens', op: 'gte', value: 200 }, { path: 'tier', op: 'eq', value: 'pro' }] } },
+  { name: 'cannot find', filter: { op_names: ['openai.chat'], text: 'cannot find' } },
   { name: 'errors', filter: { has_exception: true } },
   { name: 'a tenth', filter: {}, sample_rate: 0.1 },
 ];

@@ -38,9 +38,11 @@ export const queueRulesRouter = router({
     })),
 
   query: projectProcedure('read', QueueRuleQueryReq)
-    .meta(rest({ method: 'POST', path: `${base}/query`, tags, summary: 'List the rules of a queue, oldest first, with their stats and backfill', answers: [404] }))
+    .meta(rest({ method: 'POST', path: `${base}/query`, tags, summary: 'List the rules of a queue, oldest first, with their stats and backfill', answers: [404, 413] }))
     .output(QueueRuleQueryRes)
-    .query(async ({ ctx, input }) => ({ rules: await queryRules(ctx.db, { projectId: input.project_id, queueId: input.queue_id }) })),
+    .query(async ({ ctx, input }) => ({
+      rules: await queryRules(ctx.db, { projectId: input.project_id, queueId: input.queue_id, budget: ctx.pageLimits.responseBytes }),
+    })),
 
   preview: projectProcedure('read', QueueRulePreviewReq)
     .meta(

@@ -2,9 +2,9 @@ import { Migration } from '@mikro-orm/migrations';
 
 /**
  * Queue rules (contract 5.10): `queue_rules`, their counts per UTC day (`queue_rule_days`, the
- * stats and the daily cap), and on items the rule that added them. An index over every item of a
- * (queue, call), deleted ones too, answers "was this call ever in the queue": a rule never adds a
- * call again whose item was deleted.
+ * stats and the daily cap), and on items the rule that added them. A rule never adds a call again
+ * whose item was deleted: an index of the deleted items by (queue, call) answers that beside the
+ * unique index of the live ones (indexing the deleted ones only costs nothing on the inserts).
  */
 export class Migration0013QueueRules extends Migration {
   override up(): void {
@@ -46,7 +46,9 @@ export class Migration0013QueueRules extends Migration {
       added integer not null,
       last_added_at timestamptz(3) null,
       primary key (rule_id, day))`);
-    this.addSql(`alter table annotation_queue_items add column rule_id text null references queue_rules (id)`);
-    this.addSql(`create index annotation_queue_items_queue_call_idx on annotation_queue_items (queue_id, call_id)`);
+    // No foreign key: its check would take a share lock on the rule's row for every item, from every
+    // concurrent write the rule adds to (PostgreSQL makes a multixact of such locks).
+    this.addSql(`alter table annotation_queue_items add column rule_id text null`);
+    this.addSql(`create index annotation_queue_items_deleted_call_idx on annotation_queue_items (queue_id, call_id) where deleted_at is not null`);
   }
 }
