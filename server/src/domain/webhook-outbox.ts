@@ -11,6 +11,8 @@ import { isAscii } from 'node:buffer';
 import { jsonFromSql, onPostgres, sqlDate, sqlRows, sqlRun, type SqlScope } from '../db/sql.ts';
 import { sql } from '../db/statement.ts';
 import { newId } from './ids.ts';
+import { REQUIRED_FROM_QUEUE } from './coverage.ts';
+import { COUNTED_IN_QUEUE } from './queue-access.ts';
 
 // The outbox of webhooks (contract 5.13): a write that causes events writes them, and one pending
 // delivery per subscribed webhook, in its own transaction. So an event exists if and only if its
@@ -125,16 +127,17 @@ async function completions(tx: SqlScope, list: readonly WebhookAnnouncement[]): 
   const completed: WebhookAnnouncement[] = [];
   for (const [queueId, progress] of finishing) {
     const [item] = await sqlRows<{ finishers: number | string; required: number }>(tx,
-      sql`select (select count(*) from annotation_item_progress p where p.item_id = ${progress.item_id} and p.state in ('completed', 'skipped')) as finishers,
-           q.annotations_per_item as required
-         from annotation_queues q where q.id = ${queueId} and q.deleted_at is null`);
+      sql`select (select count(*) from annotation_item_progress p where p.item_id = i.id and p.state in ('completed', 'skipped') and ${COUNTED_IN_QUEUE}) as finishers,
+           ${REQUIRED_FROM_QUEUE} as required
+         from annotation_queue_items i join annotation_queues q on q.id = i.queue_id
+        where i.id = ${progress.item_id} and q.id = ${queueId} and q.deleted_at is null`);
     if (!item || Number(item.finishers) !== Number(item.required)) continue;
     if (onPostgres(tx)) await sqlRows(tx, sql`select pg_advisory_xact_lock(hashtextextended(${`webhook completion ${queueId}`}, 0))`);
     // Newest first: items are claimed in queue order, so the unfinished ones are mostly the newest.
     const [unfinished] = await sqlRows<{ id: string }>(tx,
       sql`select i.id from annotation_queue_items i join annotation_queues q on q.id = i.queue_id
          where i.queue_id = ${queueId} and i.deleted_at is null
-           and (select count(*) from annotation_item_progress p where p.item_id = i.id and p.state in ('completed', 'skipped')) < q.annotations_per_item
+           and (select count(*) from annotation_item_progress p where p.item_id = i.id and p.state in ('completed', 'skipped') and ${COUNTED_IN_QUEUE}) < ${REQUIRED_FROM_QUEUE}
          order by i.created_at desc, i.id desc limit 1`);
     if (unfinished) continue;
     const [total] = await sqlRows<{ n: number | string }>(tx,
