@@ -36,8 +36,10 @@ export function sqliteQueueWrites(path: string): QueueWrites {
   const all = (sql: string, ...params: unknown[]) => statement(sql).all(...(params as never[])) as Row[];
   const run = (sql: string, ...params: unknown[]) => Number(statement(sql).run(...(params as never[])).changes);
 
+  // `begin immediate`, as Loupe's dialect: a deferred transaction that read and then writes fails at
+  // once (SQLITE_BUSY) when another connection committed meanwhile, instead of waiting its turn.
   function transaction(work: () => Reply): Reply {
-    db.exec('begin');
+    db.exec('begin immediate');
     try {
       const reply = work();
       db.exec(reply.status === 200 ? 'commit' : 'rollback');
