@@ -291,7 +291,9 @@ async function countPreview(db: SqlScope, { req, scanLimit }: { req: QueueRulePr
   if (before !== undefined) range.push(sql`started_at < ${sqlDate(db, new Date(before))}`);
   const where = sql.join(range, ' and ');
   // The scanned rows keep the table's name, so that the filter's conditions read their columns;
-  // each condition is evaluated once per row. On SQLite they keep the call's rowid as a column
+  // each condition is evaluated once per row: the OFFSET keeps both databases from merging `s`
+  // into the outer query, which would evaluate `m` once for each of its two uses (PostgreSQL, 20
+  // conditions over 100,000 calls: 3.9 → 2.3 s). On SQLite they keep the call's rowid as a column
   // too: a text condition names the call by it (calls.rowid, Migration0016CallFilterIndexes), and
   // a derived table has none of its own.
   const conditions = callFilterConditions(db, rest);
@@ -301,7 +303,8 @@ async function countPreview(db: SqlScope, { req, scanLimit }: { req: QueueRulePr
         sum(case when s.m = 1 and not exists (select 1 from annotation_queue_items i where i.queue_id = ${req.queue_id} and i.call_id = s.id and i.deleted_at is null)
           and not exists (select 1 from annotation_queue_items i where i.queue_id = ${req.queue_id} and i.call_id = s.id and i.deleted_at is not null) then 1 else 0 end) as fresh
       from (select calls.id, case when ${matches} then 1 else 0 end as m
-        from (select ${scannedColumns(db)} from calls where ${where} order by started_at desc, id desc limit ${scanLimit}) calls) s`);
+        from (select ${scannedColumns(db)} from calls where ${where} order by started_at desc, id desc limit ${scanLimit}) calls
+        limit ${scanLimit} offset 0) s`);
   const scanned = Number(counts?.scanned ?? 0);
   const more = scanned < scanLimit ? [] : await sqlRows(db, sql`select 1 as more from calls where ${where} order by started_at desc, id desc limit 1 offset ${scanLimit}`);
   const rate = req.sample_rate ?? 1;
