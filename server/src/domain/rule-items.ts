@@ -222,9 +222,12 @@ export type RuleOutcome = { considered: number; matched: number; sampledOut: num
 /**
  * The items the rules' matches add, with every rule's counts of the day: sampled, not in the queue
  * before (a deleted item counts: a rule never adds a call again), under the daily cap, into live
- * queues. Locks, in one order for every writer: the queues' write locks (shared), then the rules'
- * day rows in rule id order (PostgreSQL row locks held to the commit: two concurrent writes never
- * pass a cap together).
+ * queues. Locks, in one order for every writer: the queues' write locks (shared), then the day rows
+ * of the rules with a cap, in rule id order, before their room is read (PostgreSQL row locks held
+ * to the commit: two concurrent writes never pass a cap together), then, last, the other rules'
+ * day rows. A rule without a cap reads nothing of its day, so its row is written only at the end
+ * of the write: concurrent writes wait for each other's commits there only, not through the
+ * inserting of their items.
  */
 export async function addRuleItems(
   tx: SqlScope,
@@ -234,6 +237,9 @@ export async function addRuleItems(
   const outcomes = new Map<string, RuleOutcome>();
   if (!ordered.length) return outcomes;
   const sampled = ordered.map(({ rule, matched }) => matched.filter((call) => isSampled(rule.id, call.id, rule.sampleRate)));
+  for (const [index, { rule, considered, matched }] of ordered.entries()) {
+    outcomes.set(rule.id, { considered, matched: matched.length, sampledOut: matched.length - sampled[index]!.length, capped: 0, added: 0 });
+  }
   const queueIds = [...new Set(ordered.filter((_, index) => sampled[index]!.length).map(({ rule }) => rule.queueId))];
   await lockQueuesForWrite(tx, queueIds);
   const liveQueues = new Set(
@@ -243,14 +249,12 @@ export async function addRuleItems(
   );
   const day = now.toISOString().slice(0, 10);
   const at = sqlDate(tx, now);
-  const addedToday = await countDay(tx, {
-    day,
-    rows: ordered.map(({ rule, considered, matched }, index) => ({ ruleId: rule.id, considered, matched: matched.length, sampledOut: matched.length - sampled[index]!.length })),
-  });
+  const capped = ordered.filter(({ rule }) => rule.maxItemsPerDay !== null);
+  // The capped rules' counts go in first: the statement that locks their rows answers their room.
+  const addedToday = capped.length ? await countDay(tx, { day, at, rows: capped.map(({ rule }) => ({ ruleId: rule.id, ...outcomes.get(rule.id)! })) }) : new Map<string, number>();
   const wanted: { rule: ActiveRule; callIds: string[] }[] = [];
-  for (const [index, { rule, considered, matched }] of ordered.entries()) {
-    const outcome: RuleOutcome = { considered, matched: matched.length, sampledOut: matched.length - sampled[index]!.length, capped: 0, added: 0 };
-    outcomes.set(rule.id, outcome);
+  for (const [index, { rule }] of ordered.entries()) {
+    const outcome = outcomes.get(rule.id)!;
     let callIds = sampled[index]!.map((call) => call.id);
     if (!callIds.length || !liveQueues.has(rule.queueId)) continue;
     if (rule.maxItemsPerDay !== null) {
@@ -272,34 +276,32 @@ export async function addRuleItems(
       data: { project_id: rule.projectId, queue_id: rule.queueId, item_ids: itemIds, rule_id: rule.id },
     });
   }
-  const changed = ordered.filter(({ rule }) => outcomes.get(rule.id)!.added || outcomes.get(rule.id)!.capped);
-  if (changed.length) {
-    const rows = changed.map(({ rule }) => {
-      const { capped, added } = outcomes.get(rule.id)!;
-      return sql`(${rule.id}, ${day}, 0, 0, 0, ${capped}, ${added}, ${added ? at : null})`;
-    });
-    // The rows exist (countDay made them) and this transaction holds them: only the update applies.
-    await sqlRun(tx,
-      sql`insert into queue_rule_days (rule_id, day, considered, matched, sampled_out, capped, added, last_added_at) values ${sql.join(rows, ', ')}
-        on conflict (rule_id, day) do update set capped = queue_rule_days.capped + excluded.capped, added = queue_rule_days.added + excluded.added,
-          last_added_at = coalesce(excluded.last_added_at, queue_rule_days.last_added_at)`);
-  }
+  // Last: every uncapped rule's counts, and what the capped ones capped and added.
+  const rows = ordered.flatMap(({ rule }) => {
+    const outcome = outcomes.get(rule.id)!;
+    if (rule.maxItemsPerDay === null) return [{ ruleId: rule.id, ...outcome }];
+    return outcome.capped || outcome.added ? [{ ruleId: rule.id, considered: 0, matched: 0, sampledOut: 0, capped: outcome.capped, added: outcome.added }] : [];
+  });
+  if (rows.length) await countDay(tx, { day, at, rows });
   return outcomes;
 }
 
 /**
- * Adds a write's considered, matched and sampled-out counts to the rules' rows of the day (made
- * when missing), locking them in rule id order; answers what each rule has added that day.
+ * Adds a write's counts to the rules' rows of the day (made when missing), locking them in rule
+ * id order; answers what each rule has added that day, this write's `added` included.
  */
 async function countDay(
   tx: SqlScope,
-  { day, rows }: { day: string; rows: readonly { ruleId: string; considered: number; matched: number; sampledOut: number }[] },
+  { day, at, rows }: { day: string; at: unknown; rows: readonly ({ ruleId: string } & RuleOutcome)[] },
 ): Promise<Map<string, number>> {
-  const values = rows.map((row) => sql`(${row.ruleId}, ${day}, ${row.considered}, ${row.matched}, ${row.sampledOut}, 0, 0, null)`);
+  const values = rows.map((row) =>
+    sql`(${row.ruleId}, ${day}, ${row.considered}, ${row.matched}, ${row.sampledOut}, ${row.capped}, ${row.added}, ${row.added ? at : null})`);
   const days = await sqlRows<{ rule_id: string; added: number | string }>(tx,
     sql`insert into queue_rule_days (rule_id, day, considered, matched, sampled_out, capped, added, last_added_at) values ${sql.join(values, ', ')}
       on conflict (rule_id, day) do update set considered = queue_rule_days.considered + excluded.considered,
-        matched = queue_rule_days.matched + excluded.matched, sampled_out = queue_rule_days.sampled_out + excluded.sampled_out
+        matched = queue_rule_days.matched + excluded.matched, sampled_out = queue_rule_days.sampled_out + excluded.sampled_out,
+        capped = queue_rule_days.capped + excluded.capped, added = queue_rule_days.added + excluded.added,
+        last_added_at = coalesce(excluded.last_added_at, queue_rule_days.last_added_at)
       returning rule_id, added`);
   return new Map(days.map((row) => [row.rule_id, Number(row.added)]));
 }
