@@ -103,6 +103,9 @@ export function CallFilterFields({
           </p>
         </div>
       </div>
+      <p id={`${id}-zone`} className="field-about">
+        Times are in your time zone, {timeZone}.
+      </p>
       <ConditionsEditor
         id={id}
         name="attributes"
@@ -116,9 +119,6 @@ export function CallFilterFields({
         onChange={(attributes) => onChange({ attributes })}
         fieldRef={fieldRef}
       />
-      <p id={`${id}-zone`} className="field-about">
-        Times are in your time zone, {timeZone}.
-      </p>
     </>
   );
 }

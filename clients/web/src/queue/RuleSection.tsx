@@ -101,7 +101,7 @@ export function RuleSection({ client, session, projectId, queueId, access }: { c
       ) : rules.data.length ? (
         <ul className="rule-list">
           {rules.data.map((rule) => (
-            <RuleCard key={rule.id} rule={rule} access={access} busy={toggle.isPending && toggle.variables?.id === rule.id} onToggle={() => toggle.mutate(rule)} onDelete={() => askDelete(rule)} />
+            <RuleCard key={rule.id} rule={rule} access={access} onToggle={() => toggle.isPending || toggle.mutate(rule)} onDelete={() => askDelete(rule)} />
           ))}
         </ul>
       ) : (
@@ -158,7 +158,7 @@ const STAT_LABELS = [
 ] as const;
 
 /** One rule: what it adds, its share and cap, its counts, its backfill, and its actions. */
-function RuleCard({ rule, access, busy, onToggle, onDelete }: { rule: QueueRule; access: Access; busy: boolean; onToggle: () => void; onDelete: () => void }) {
+function RuleCard({ rule, access, onToggle, onDelete }: { rule: QueueRule; access: Access; onToggle: () => void; onDelete: () => void }) {
   const titleId = `rule-${rule.id}-title`;
   const conditions = ruleFilterWords(rule);
   const share = `${Number((rule.sample_rate * 100).toPrecision(6))}%`;
@@ -169,7 +169,8 @@ function RuleCard({ rule, access, busy, onToggle, onDelete }: { rule: QueueRule;
           <h3 id={titleId}>{rule.name}</h3>
           <span className={`rule-state ${rule.enabled ? 'on' : 'off'}`}>{rule.enabled ? 'Enabled' : 'Disabled'}</span>
           <div className="rule-actions">
-            <button type="button" className="secondary" onClick={onToggle} aria-label={`${rule.enabled ? 'Disable' : 'Enable'} ${rule.name}`} {...writeControl(access, busy)}>
+            {/* Not disabled while the change is sent: a disabled button would lose the focus. */}
+            <button type="button" className="secondary" onClick={onToggle} aria-label={`${rule.enabled ? 'Disable' : 'Enable'} ${rule.name}`} {...writeControl(access)}>
               {rule.enabled ? 'Disable' : 'Enable'}
             </button>
             <button type="button" className="secondary danger-text" onClick={onDelete} aria-haspopup="dialog" aria-label={`Delete ${rule.name}`} {...writeControl(access)}>
