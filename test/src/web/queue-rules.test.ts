@@ -20,6 +20,8 @@ const CALLS = 400;
 const SUMMARIES = CALLS / 4;
 /** Small chunks with a pause between them, so that the backfill runs long enough to be watched. */
 const BACKFILL = { LOUPE_RULE_BACKFILL_CHUNK: '40', LOUPE_RULE_BACKFILL_PAUSE_MS: '300' };
+/** A preview waits for typing to pause, then asks the server: on a loaded machine that takes more than a poll's default second. */
+const LOADED = { timeout: 15_000 };
 
 describeInBrowser('queue rules in Chromium', () => {
   let browser: Browser;
@@ -98,10 +100,10 @@ describeInBrowser('queue rules in Chromium', () => {
         await openRuleForm(page);
         // The name field has the focus.
         await page.keyboard.type('Long chats');
-        await expect.poll(() => previewCount(page)).toBe(await apiPreviewWords({}));
+        await expect.poll(() => previewCount(page), LOADED).toBe(await apiPreviewWords({}));
 
         await type(page, 'Op name', 'chat');
-        await expect.poll(() => previewCount(page)).toBe(await apiPreviewWords({ op_name_contains: 'chat' }));
+        await expect.poll(() => previewCount(page), LOADED).toBe(await apiPreviewWords({ op_name_contains: 'chat' }));
 
         // An attribute condition: more than 300 tokens.
         await page.getByRole('button', { name: 'Add attribute' }).focus();
@@ -111,11 +113,11 @@ describeInBrowser('queue rules in Chromium', () => {
         await page.getByRole('dialog').getByLabel('Attribute 1 test').selectOption({ label: 'is greater than' });
         await type(page, 'Attribute 1 value', '300');
         const filter = { op_name_contains: 'chat', attributes: [{ path: 'usage.tokens', op: 'gt', value: 300 }] };
-        await expect.poll(() => previewCount(page)).toBe(await apiPreviewWords(filter));
+        await expect.poll(() => previewCount(page), LOADED).toBe(await apiPreviewWords(filter));
 
         // Half of them: an estimate, said with "about".
         await type(page, 'Share of matching calls added (%)', '50');
-        await expect.poll(() => previewCount(page)).toBe(await apiPreviewWords(filter, 0.5));
+        await expect.poll(() => previewCount(page), LOADED).toBe(await apiPreviewWords(filter, 0.5));
         await type(page, 'Most items per day', '20');
         await screenshot(page, `${backend}-rule-form`);
         expect(await seriousViolations(page)).toEqual([]);
@@ -142,7 +144,7 @@ describeInBrowser('queue rules in Chromium', () => {
         await page.keyboard.press('Space');
         await page.getByRole('dialog').getByLabel('Stored calls that started from').fill('2026-01-01T00:00:00');
         const since = '2026-01-01T00:00:00.000Z';
-        await expect.poll(() => previewCount(page)).toBe(await apiPreviewWords({ op_name_contains: 'summarize' }, 1, since));
+        await expect.poll(() => previewCount(page), LOADED).toBe(await apiPreviewWords({ op_name_contains: 'summarize' }, 1, since));
         expect(await previewCount(page)).toBe(`Would add ${SUMMARIES} of ${SUMMARIES} matching calls`);
         await page.getByRole('dialog').getByLabel('Op name').press('Enter');
 
@@ -166,10 +168,10 @@ describeInBrowser('queue rules in Chromium', () => {
         // Some state between the first and the last was shown: the page followed the backfill.
         const between = [...seen].filter((text) => /: running · /.test(text) && !/ 0 stored calls considered/.test(text));
         expect(between.length, [...seen].join('\n')).toBeGreaterThan(0);
-        await expect.poll(() => stat(page, 'Summaries', 'added')).toBe(String(SUMMARIES));
+        await expect.poll(() => stat(page, 'Summaries', 'added'), LOADED).toBe(String(SUMMARIES));
 
         // The items it added are listed (the list follows the queue's events).
-        await expect.poll(() => page.getByText(`Showing 50 of ${SUMMARIES} items`).count(), { timeout: 10_000 }).toBe(1);
+        await expect.poll(() => page.getByText(`Showing 50 of ${SUMMARIES} items`).count(), LOADED).toBe(1);
         const items = await queryItems(server, alice.api_key, PROJECT, queueId, { limit: CALLS });
         expect(items.map((item) => item.call_id).sort()).toEqual(callIds.filter((_, i) => i % 4 === 0));
         await screenshot(page, `${backend}-rules`);
@@ -194,7 +196,7 @@ describeInBrowser('queue rules in Chromium', () => {
         await page.keyboard.type('detoned_alias');
         await type(page, 'Payload condition 1 value', ':thumbs_down:');
         expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
-        await screenshot(page, `${backend}-rule-form-feedback-dark-390`);
+        await page.getByRole('dialog').screenshot({ path: `${REPORTS}${backend}-rule-form-feedback-dark-390.png` });
         expect(await seriousViolations(page)).toEqual([]);
         await page.keyboard.press('Enter');
         await card(page, 'Thumbs down').waitFor();
@@ -205,9 +207,9 @@ describeInBrowser('queue rules in Chromium', () => {
         const callId = callIds[1]!;
         const reply = await batchCreate(server, alice.api_key, [{ project_id: PROJECT, svc_ref: callRefOf(PROJECT, callId), feedback_type: 'svc.reaction.1', payload: { emoji: '👎' } }]);
         expect(reply.status, reply.text).toBe(200);
-        await expect.poll(() => stat(page, 'Thumbs down', 'added'), { timeout: 5_000 }).toBe('1');
+        await expect.poll(() => stat(page, 'Thumbs down', 'added'), LOADED).toBe('1');
         expect((await readRule(server, alice.api_key, PROJECT, queueId, rule.id)).stats.added).toBe(1);
-        await expect.poll(() => page.getByText(`Showing 50 of ${SUMMARIES + 1} items`).count(), { timeout: 5_000 }).toBe(1);
+        await expect.poll(() => page.getByText(`Showing 50 of ${SUMMARIES + 1} items`).count(), LOADED).toBe(1);
       } finally {
         await close();
       }
@@ -223,7 +225,7 @@ describeInBrowser('queue rules in Chromium', () => {
         await rule.getByText('Disabled', { exact: true }).waitFor();
         expect((await stored('Long chats'))?.enabled).toBe(false);
         // The focus stays on the same control, now Enable.
-        await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute('aria-label'))).toBe('Enable Long chats');
+        await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute('aria-label')), LOADED).toBe('Enable Long chats');
         await page.keyboard.press('Enter');
         await rule.getByText('Enabled', { exact: true }).waitFor();
         expect((await stored('Long chats'))?.enabled).toBe(true);
@@ -236,7 +238,7 @@ describeInBrowser('queue rules in Chromium', () => {
         await page.keyboard.press('Shift+Tab');
         await page.keyboard.press('Enter');
         await page.getByRole('status').getByText('Deleted rule Long chats; the items it added stay.').waitFor();
-        await expect.poll(() => card(page, 'Long chats').count()).toBe(0);
+        await expect.poll(() => card(page, 'Long chats').count(), LOADED).toBe(0);
         expect(await stored('Long chats')).toBeUndefined();
         expect((await queryRules(server, alice.api_key, PROJECT, queueId)).map((r) => r.name)).toEqual(['Summaries', 'Thumbs down']);
       } finally {

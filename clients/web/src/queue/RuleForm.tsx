@@ -211,7 +211,7 @@ function PreviewLine({
         <p className="error">{messageOf(preview.error)}</p>
       ) : preview.data ? (
         <>
-          <p className="preview-count">{previewWords(preview.data, rate)}</p>
+          <p className={`preview-count${preview.isPlaceholderData ? ' stale' : ''}`}>{previewWords(preview.data, rate)}</p>
           <p className="field-about">
             {backfill
               ? `Among the stored calls that started from ${ask.since ? dateWords(ask.since) : 'the backfill\'s start'}: the backfill adds these, then new calls as they are stored.`
