@@ -159,7 +159,7 @@ describeInBrowser('queue rules in Chromium', () => {
               seen.add(text);
               return text;
             },
-            { timeout: 30_000, intervals: [100] },
+            { timeout: 30_000, interval: 100 },
           )
           .toMatch(/: done · /);
         const rule = (await queryRules(server, alice.api_key, PROJECT, queueId)).find((r) => r.name === 'Summaries')!;
