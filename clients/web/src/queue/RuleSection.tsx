@@ -2,6 +2,7 @@ import type { LoupeClient } from '@loupe/client';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useRef, useState } from 'react';
 import { messageOf } from '../api.ts';
+import { ConfirmDelete } from '../project/ConfirmDelete.tsx';
 import { Modal } from '../project/Modal.tsx';
 import { ReadOnlyNote, writeControl, type Access } from '../project/ReadOnlyNote.tsx';
 import { refusalOf, type Refusal } from '../project/refusal.ts';
@@ -127,24 +128,17 @@ export function RuleSection({ client, session, projectId, queueId, access }: { c
         ) : null}
       </Modal>
 
-      <Modal open={deleting !== null} onClose={() => setDeleting(null)} labelledBy="rule-delete-title" className="confirm">
-        <h2 id="rule-delete-title">Delete rule {deleting?.name}?</h2>
+      <ConfirmDelete
+        id="rule-delete-title"
+        title={deleting ? `Delete rule ${deleting.name}?` : null}
+        action="Delete rule"
+        busy={remove.isPending}
+        failure={failure}
+        onConfirm={() => deleting && remove.mutate(deleting)}
+        onClose={() => setDeleting(null)}
+      >
         <p>The rule stops adding calls. The items it added stay in the queue.</p>
-        {failure ? (
-          <p className="error" role="alert">
-            {failure}
-          </p>
-        ) : null}
-        <div className="actions">
-          <button type="button" className="danger" onClick={() => deleting && remove.mutate(deleting)} disabled={remove.isPending}>
-            Delete rule
-          </button>
-          {/* Focus starts on the harmless choice. */}
-          <button type="button" className="secondary" onClick={() => setDeleting(null)} data-autofocus>
-            Keep it
-          </button>
-        </div>
-      </Modal>
+      </ConfirmDelete>
     </section>
   );
 }
