@@ -16,10 +16,16 @@ import { startTestServer, type TestServer } from '../harness/server.ts';
 
 const PROJECT = 'acme/rules-page';
 const CALLS = 400;
-/** Every fourth call is a "summarize" call: what the backfill rule adds. */
-const SUMMARIES = CALLS / 4;
+/** Every fourth call is a "summarize" call: the backfill rule adds those from SINCE on. */
+const CONSIDERED = CALLS - 60;
+const ADDED = CONSIDERED / 4;
 /** Small chunks with a pause between them, so that the backfill runs long enough to be watched. */
 const BACKFILL = { LOUPE_RULE_BACKFILL_CHUNK: '40', LOUPE_RULE_BACKFILL_PAUSE_MS: '300' };
+/** Fewer than the calls stored: a preview over all of them counts the newest only, and says so. */
+const SCAN_LIMIT = 350;
+/** The backfill's start: the calls from the 61st on, fewer than the scan limit. */
+const SINCE = '2026-01-02T00:01:00.000Z';
+const AFTER_SINCE = (i: number) => i >= 60;
 /** A preview waits for typing to pause, then asks the server: on a loaded machine that takes more than a poll's default second. */
 const LOADED = { timeout: 15_000 };
 
@@ -40,7 +46,7 @@ describeInBrowser('queue rules in Chromium', () => {
     const troubles: PageTrouble[] = [];
 
     beforeAll(async () => {
-      server = await startTestServer(backend, BACKFILL);
+      server = await startTestServer(backend, { ...BACKFILL, LOUPE_RULE_PREVIEW_SCAN_LIMIT: String(SCAN_LIMIT) });
       alice = await createUser(server, { entity: 'acme', role: 'member' });
       viewer = await createUser(server, { entity: 'acme', role: 'viewer' });
       annotator = await createUser(server, { entity: 'acme', role: 'annotator' });
@@ -73,11 +79,15 @@ describeInBrowser('queue rules in Chromium', () => {
     const card = (page: Page, name: string) => page.getByRole('article', { name, exact: true });
     const stat = (page: Page, name: string, key: string) => card(page, name).locator(`dd[data-stat="${key}"]`).innerText();
     const previewCount = (page: Page) => page.getByRole('dialog').locator('.rule-preview .preview-count').innerText();
-    /** The sentence the form shows for the API's preview of the same filter. */
-    async function apiPreviewWords(filter: Record<string, unknown>, sampleRate = 1, since?: string): Promise<string> {
+    /** The form's preview comes to say what the API's preview of the same filter answers, the scan limit included; returns that answer. */
+    async function expectPreview(page: Page, filter: Record<string, unknown>, sampleRate = 1, since?: string) {
       const answer = await preview(server, alice.api_key, PROJECT, queueId, { filter, sample_rate: sampleRate, ...(since ? { since } : {}) });
-      expect(answer.scan_limit_reached).toBe(false);
-      return `Would add ${sampleRate < 1 ? 'about ' : ''}${answer.would_add.toLocaleString('en-US')} of ${answer.matching_calls.toLocaleString('en-US')} matching calls`;
+      const words = `Would add ${sampleRate < 1 ? 'about ' : ''}${answer.would_add.toLocaleString('en-US')} of ${answer.matching_calls.toLocaleString('en-US')} matching calls`;
+      await expect.poll(() => previewCount(page), LOADED).toBe(words);
+      const note = page.getByRole('dialog').locator('.rule-preview .scan-limit');
+      if (answer.scan_limit_reached) expect(await note.innerText()).toContain(`newest ${answer.scanned_calls} calls only`);
+      else expect(await note.count()).toBe(0);
+      return answer;
     }
     async function openRuleForm(page: Page): Promise<void> {
       await page.getByRole('button', { name: 'New rule' }).focus();
@@ -100,10 +110,11 @@ describeInBrowser('queue rules in Chromium', () => {
         await openRuleForm(page);
         // The name field has the focus.
         await page.keyboard.type('Long chats');
-        await expect.poll(() => previewCount(page), LOADED).toBe(await apiPreviewWords({}));
+        // Every stored call: more than the scan limit, said so.
+        expect((await expectPreview(page, {})).scan_limit_reached).toBe(true);
 
         await type(page, 'Op name', 'chat');
-        await expect.poll(() => previewCount(page), LOADED).toBe(await apiPreviewWords({ op_name_contains: 'chat' }));
+        await expectPreview(page, { op_name_contains: 'chat' });
 
         // An attribute condition: more than 300 tokens.
         await page.getByRole('button', { name: 'Add attribute' }).focus();
@@ -113,11 +124,11 @@ describeInBrowser('queue rules in Chromium', () => {
         await page.getByRole('dialog').getByLabel('Attribute 1 test').selectOption({ label: 'is greater than' });
         await type(page, 'Attribute 1 value', '300');
         const filter = { op_name_contains: 'chat', attributes: [{ path: 'usage.tokens', op: 'gt', value: 300 }] };
-        await expect.poll(() => previewCount(page), LOADED).toBe(await apiPreviewWords(filter));
+        await expectPreview(page, filter);
 
         // Half of them: an estimate, said with "about".
         await type(page, 'Share of matching calls added (%)', '50');
-        await expect.poll(() => previewCount(page), LOADED).toBe(await apiPreviewWords(filter, 0.5));
+        await expectPreview(page, filter, 0.5);
         await type(page, 'Most items per day', '20');
         await screenshot(page, `${backend}-rule-form`);
         expect(await seriousViolations(page)).toEqual([]);
@@ -142,10 +153,10 @@ describeInBrowser('queue rules in Chromium', () => {
         await type(page, 'Op name', 'summarize');
         await page.getByRole('dialog').getByLabel('Also add calls already stored (a backfill)').focus();
         await page.keyboard.press('Space');
-        await page.getByRole('dialog').getByLabel('Stored calls that started from').fill('2026-01-01T00:00:00');
-        const since = '2026-01-01T00:00:00.000Z';
-        await expect.poll(() => previewCount(page), LOADED).toBe(await apiPreviewWords({ op_name_contains: 'summarize' }, 1, since));
-        expect(await previewCount(page)).toBe(`Would add ${SUMMARIES} of ${SUMMARIES} matching calls`);
+        await page.getByRole('dialog').getByLabel('Stored calls that started from').fill(SINCE.slice(0, 19));
+        // Within the scan limit: the counts are whole.
+        const answer = await expectPreview(page, { op_name_contains: 'summarize' }, 1, SINCE);
+        expect(answer).toMatchObject({ matching_calls: ADDED, would_add: ADDED, scan_limit_reached: false });
         await page.getByRole('dialog').getByLabel('Op name').press('Enter');
 
         // Running, then the counts grow as chunks land (events and a poll), then done.
@@ -163,17 +174,17 @@ describeInBrowser('queue rules in Chromium', () => {
           )
           .toMatch(/: done · /);
         const rule = (await queryRules(server, alice.api_key, PROJECT, queueId)).find((r) => r.name === 'Summaries')!;
-        expect(rule.backfill).toMatchObject({ since, state: 'done', considered: CALLS, added: SUMMARIES });
-        expect(await backfill.innerText()).toBe(`Backfill from Jan 1, 2026, 12:00 AM: done · ${CALLS} stored calls considered, ${SUMMARIES} added`);
+        expect(rule.backfill).toMatchObject({ since: SINCE, state: 'done', considered: CONSIDERED, added: ADDED });
+        expect(await backfill.innerText()).toBe(`Backfill from Jan 2, 2026, 12:01 AM: done · ${CONSIDERED} stored calls considered, ${ADDED} added`);
         // Some state between the first and the last was shown: the page followed the backfill.
         const between = [...seen].filter((text) => /: running · /.test(text) && !/ 0 stored calls considered/.test(text));
         expect(between.length, [...seen].join('\n')).toBeGreaterThan(0);
-        await expect.poll(() => stat(page, 'Summaries', 'added'), LOADED).toBe(String(SUMMARIES));
+        await expect.poll(() => stat(page, 'Summaries', 'added'), LOADED).toBe(String(ADDED));
 
         // The items it added are listed (the list follows the queue's events).
-        await expect.poll(() => page.getByText(`Showing 50 of ${SUMMARIES} items`).count(), LOADED).toBe(1);
+        await expect.poll(() => page.getByText(`Showing 50 of ${ADDED} items`).count(), LOADED).toBe(1);
         const items = await queryItems(server, alice.api_key, PROJECT, queueId, { limit: CALLS });
-        expect(items.map((item) => item.call_id).sort()).toEqual(callIds.filter((_, i) => i % 4 === 0));
+        expect(items.map((item) => item.call_id).sort()).toEqual(callIds.filter((_, i) => AFTER_SINCE(i) && i % 4 === 0));
         await screenshot(page, `${backend}-rules`);
         await page.locator('.rule-section').screenshot({ path: `${REPORTS}${backend}-rules-section.png` });
         expect(await seriousViolations(page)).toEqual([]);
@@ -209,7 +220,7 @@ describeInBrowser('queue rules in Chromium', () => {
         expect(reply.status, reply.text).toBe(200);
         await expect.poll(() => stat(page, 'Thumbs down', 'added'), LOADED).toBe('1');
         expect((await readRule(server, alice.api_key, PROJECT, queueId, rule.id)).stats.added).toBe(1);
-        await expect.poll(() => page.getByText(`Showing 50 of ${SUMMARIES + 1} items`).count(), LOADED).toBe(1);
+        await expect.poll(() => page.getByText(`Showing 50 of ${ADDED + 1} items`).count(), LOADED).toBe(1);
       } finally {
         await close();
       }
