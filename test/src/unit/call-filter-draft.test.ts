@@ -29,4 +29,24 @@ describe('filterOfDraft', () => {
     expect(filterOfDraft(draft({ startedFrom: '2026-02-31T10:00' }))).toEqual({ problem: { field: 'startedFrom', message: expect.any(String) } });
     expect(filterOfDraft(draft({ startedBefore: 'tomorrow' }))).toEqual({ problem: { field: 'startedBefore', message: expect.any(String) } });
   });
+
+  it('adds the other attribute conditions after the model, each value in its JSON type, and names a row\'s problem', () => {
+    const row = (path: string, op: 'eq' | 'gt' | 'contains' | 'exists', value = '') => ({ path, op, value });
+    expect(
+      filterOfDraft(draft({ model: 'gpt-5', attributes: [row('usage.tokens', 'gt', '300'), row('stream', 'eq', 'true'), row('code', 'eq', '"42"'), row('', 'eq'), row('user.id', 'exists', 'ignored'), row('name', 'contains', 'bot')] })),
+    ).toEqual({
+      filter: {
+        attributes: [
+          { path: 'gen_ai.request.model', op: 'eq', value: 'gpt-5' },
+          { path: 'usage.tokens', op: 'gt', value: 300 },
+          { path: 'stream', op: 'eq', value: true },
+          { path: 'code', op: 'eq', value: '42' },
+          { path: 'user.id', op: 'exists' },
+          { path: 'name', op: 'contains', value: 'bot' },
+        ],
+      },
+    });
+    expect(filterOfDraft(draft({ attributes: [row('a', 'eq', '1'), row('usage.tokens', 'gt', 'many')] }))).toEqual({ problem: { field: 'attributes.1.value', message: 'Enter a number.' } });
+    expect(filterOfDraft(draft({ attributes: [row('', 'eq', 'x')] }))).toEqual({ problem: { field: 'attributes.0.path', message: expect.any(String) } });
+  });
 });

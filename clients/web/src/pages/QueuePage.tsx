@@ -9,6 +9,9 @@ import { ItemsList } from '../queue/ItemsList.tsx';
 import { QueueExport } from '../queue/QueueExport.tsx';
 import { QueueProgress } from '../queue/QueueProgress.tsx';
 import { queueItemsKey } from '../queue/queue-queries.ts';
+import { queueRulesQuery } from '../queue/rule-queries.ts';
+import { RuleSection } from '../queue/RuleSection.tsx';
+import { READ_ONLY_REASON } from '../project/ReadOnlyNote.tsx';
 import { QueueSettings } from '../queue/QueueSettings.tsx';
 import { Link } from '@tanstack/react-router';
 import { UserNamesProvider } from '../users/UserNames.tsx';
@@ -16,10 +19,13 @@ import { links } from '../routes.ts';
 import type { QueuePageProps } from './page-props.ts';
 import '../annotate/annotate.css';
 import '../queue/queue.css';
+// The rule section's forms and dialogs are the project page's.
+import '../project/project.css';
 
 /**
  * A queue: its rubric and settings, its progress (live: other annotators' work shows without a
- * reload), and its items with every annotator's values. Viewers read all of it.
+ * reload), its rules (members write them, viewers read them, annotators are not shown them), and
+ * its items with every annotator's values. Viewers read all of it.
  */
 export function QueuePage({ client, session, projectId, queueId }: QueuePageProps) {
   const me = useQuery(meQuery(client, session));
@@ -35,6 +41,7 @@ export function QueuePage({ client, session, projectId, queueId }: QueuePageProp
     queueStatsQuery(client, session, projectId, queueId).queryKey,
     queueItemsKey(session, projectId, queueId),
     queueQuery(client, session, projectId, queueId).queryKey,
+    queueRulesQuery(client, session, projectId, queueId).queryKey,
   ]);
 
   if (queue.isPending || (queue.isSuccess && specs.isPending)) return <p>Loading…</p>;
@@ -43,6 +50,8 @@ export function QueuePage({ client, session, projectId, queueId }: QueuePageProp
 
   const queueData = queue.data;
   const meId = me.data?.user_id;
+  const role = roleIn(me.data, projectId);
+  const writable = canWrite(role);
   return (
     <UserNamesProvider client={client} session={session} projectId={projectId}>
       <div className="queue-page">
@@ -52,7 +61,7 @@ export function QueuePage({ client, session, projectId, queueId }: QueuePageProp
         <div className="queue-head">
           <h1>{queueData.name}</h1>
           <ul className="queue-links">
-            {canWrite(roleIn(me.data, projectId)) ? (
+            {writable ? (
               <li>
                 <Link className="button-link" {...links.annotate(projectId, queueId)}>
                   Start annotating
@@ -74,6 +83,9 @@ export function QueuePage({ client, session, projectId, queueId }: QueuePageProp
           <p className="error" role="alert">{messageOf(stats.error)}</p>
         ) : null}
         <QueueSettings queue={queueData} specs={specs.data ?? []} />
+        {role && role !== 'annotator' ? (
+          <RuleSection client={client} session={session} projectId={projectId} queueId={queueId} access={{ writable, reason: writable ? null : READ_ONLY_REASON, noteId: 'read-only-rules' }} />
+        ) : null}
         <ItemsList client={client} session={session} projectId={projectId} queueId={queueId} specs={specsOfValues} stats={stats.data} meId={meId} onOpen={(item) => setOpened(item.call_id)} />
         <ItemDialog client={client} session={session} projectId={projectId} queueId={queueId} specs={specsOfValues} meId={meId} callId={opened} onClose={() => setOpened(null)} />
       </div>

@@ -8,6 +8,7 @@ import { renewQueries } from '../live/renew-queries.ts';
 import { useProjectEvents } from '../live/useProjectEvents.ts';
 import { Link } from '@tanstack/react-router';
 import { links } from '../routes.ts';
+import { ConfirmDelete } from './ConfirmDelete.tsx';
 import { Modal } from './Modal.tsx';
 import { projectQueuesQuery, projectSpecsQuery, QUEUE_LIST_LIMIT, type ProjectQueue, type ProjectSpec, type QueueFields } from './project-queries.ts';
 import { changedFields, QueueForm, QUEUE_FIELDS } from './QueueForm.tsx';
@@ -150,24 +151,17 @@ export function QueueSection({ client, session, projectId, access, onNotice }: {
         ) : null}
       </Modal>
 
-      <Modal open={deleting !== null} onClose={() => setDeleting(null)} labelledBy="queue-delete-title" className="confirm">
-        <h2 id="queue-delete-title">Delete queue {deleting?.name}?</h2>
+      <ConfirmDelete
+        id="queue-delete-title"
+        title={deleting ? `Delete queue ${deleting.name}?` : null}
+        action="Delete queue"
+        busy={remove.isPending}
+        failure={deleteFailure}
+        onConfirm={() => deleting && remove.mutate(deleting)}
+        onClose={() => setDeleting(null)}
+      >
         <p>The queue and its items are deleted: annotators can no longer open it. Feedback already given stays.</p>
-        {deleteFailure ? (
-          <p className="error" role="alert">
-            {deleteFailure}
-          </p>
-        ) : null}
-        <div className="actions">
-          <button type="button" className="danger" onClick={() => deleting && remove.mutate(deleting)} disabled={remove.isPending}>
-            Delete queue
-          </button>
-          {/* Focus starts on the harmless choice. */}
-          <button type="button" className="secondary" onClick={() => setDeleting(null)} data-autofocus>
-            Keep it
-          </button>
-        </div>
-      </Modal>
+      </ConfirmDelete>
     </section>
   );
 }
