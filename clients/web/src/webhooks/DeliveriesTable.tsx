@@ -100,7 +100,7 @@ export function DeliveriesTable({ client, session, webhook, onNotice }: { client
                         className="secondary"
                         onClick={() => retry.mutate(delivery)}
                         disabled={retry.isPending || !webhook.enabled}
-                        aria-label={`Retry the ${delivery.type} delivery of ${timeFormat.format(new Date(delivery.created_at))}`}
+                        aria-label={`Retry now the ${delivery.type} delivery of ${timeFormat.format(new Date(delivery.created_at))}`}
                         {...(webhook.enabled ? {} : { 'aria-describedby': disabledNote })}
                       >
                         Retry now

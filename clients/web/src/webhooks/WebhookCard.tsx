@@ -46,13 +46,13 @@ export function WebhookCard({ client, session, webhook, actions }: { client: Lou
           {' · '}created <time dateTime={webhook.created_at}>{dateFormat.format(new Date(webhook.created_at))}</time>
         </p>
         <div className="webhook-actions">
-          <button type="button" onClick={actions.onTest} disabled={actions.busy || !webhook.enabled} aria-label={`Send a test event to ${url}`}>
+          <button type="button" onClick={actions.onTest} disabled={actions.busy || !webhook.enabled} aria-label={`Send test to ${url}`}>
             Send test
           </button>
           <button type="button" className="secondary" onClick={() => actions.onSetEnabled(!webhook.enabled)} disabled={actions.busy} aria-label={`${webhook.enabled ? 'Disable' : 'Enable'} ${url}`}>
             {webhook.enabled ? 'Disable' : 'Enable'}
           </button>
-          <button type="button" className="secondary" onClick={actions.onRotate} disabled={actions.busy} aria-haspopup="dialog" aria-label={`Rotate the secret of ${url}`}>
+          <button type="button" className="secondary" onClick={actions.onRotate} disabled={actions.busy} aria-haspopup="dialog" aria-label={`Rotate secret of ${url}`}>
             Rotate secret
           </button>
           <button type="button" className="secondary danger-text" onClick={actions.onDelete} disabled={actions.busy} aria-haspopup="dialog" aria-label={`Delete ${url}`}>
