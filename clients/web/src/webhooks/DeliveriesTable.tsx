@@ -3,9 +3,11 @@ import { useInfiniteQuery, useMutation, useQueryClient } from '@tanstack/react-q
 import { useId, useState } from 'react';
 import { messageOf } from '../api.ts';
 import { ScrollTable } from '../queue/ScrollTable.tsx';
-import { DELIVERY_STATE_LABELS, deliveriesQuery, retriable, shownState, type Delivery, type Webhook } from './webhook-queries.ts';
+import { DELIVERY_STATE_LABELS, retriable, shownState } from './delivery-states.ts';
+import { deliveriesQuery, type Delivery, type Webhook } from './webhook-queries.ts';
 
-const timeFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+// Short dates: the table holds eight columns beside each other on a desktop.
+const timeFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'short', timeStyle: 'medium' });
 
 function Time({ at }: { at: string | null }) {
   return at ? <time dateTime={at}>{timeFormat.format(new Date(at))}</time> : <span className="muted">—</span>;
@@ -14,7 +16,7 @@ function Time({ at }: { at: string | null }) {
 /**
  * A webhook's deliveries, newest first, a page at a time: each one's state, attempts, the
  * receiver's last status and the last error, and a button that sends a failed or retrying one
- * again now. The list follows the deliveries by polling (webhook-queries.ts).
+ * again now. The list follows the deliveries by polling (delivery-states.ts).
  */
 export function DeliveriesTable({ client, session, webhook, onNotice }: { client: LoupeClient; session: number; webhook: Webhook; onNotice: (text: string) => void }) {
   const queryClient = useQueryClient();
