@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { nextPollMs, POLL_DUE_MS, POLL_IDLE_MS, retriable, shownState } from '../../../clients/web/src/webhooks/delivery-states.ts';
-import type { Delivery } from '../../../clients/web/src/webhooks/webhook-queries.ts';
+import { nextPollMs, POLL_DUE_MS, POLL_IDLE_MS, retriable, shownState, type Delivery } from '../../../clients/web/src/webhooks/delivery-states.ts';
 
 // The webhooks page's reading of a delivery's state, and how soon it polls the list again.
 

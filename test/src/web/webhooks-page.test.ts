@@ -192,7 +192,7 @@ describeInBrowser('webhooks page in Chromium', () => {
       }
     });
 
-    it('disables, enables and rotates, storing exactly that; deliveries then carry both signatures', async () => {
+    it('disables, enables, rotates, edits and deletes, storing exactly that; deliveries carry both signatures after a rotation; a refused url shows at its field', async () => {
       const projectId = `acme/${uniqueId('rot').replace(/-/g, '')}`;
       const path = `/${uniqueId('rotate')}`;
       const url = receiver.urlOf(path);
@@ -237,6 +237,34 @@ describeInBrowser('webhooks page in Chromium', () => {
         const [received] = await receiver.waitFor(path, (delivery) => delivery.json.type === 'webhook.test');
         expect(received!.verifiedWith).toEqual([true, true]);
         expect(received!.signature.split(' ')).toHaveLength(2);
+
+        // Editing: some events instead of all, and a description.
+        await hook.getByRole('button', { name: `Edit ${url}` }).click();
+        const edit = page.getByRole('dialog', { name: 'Edit webhook' });
+        expect(await edit.getByLabel('Receiver URL').inputValue()).toBe(url);
+        await edit.getByRole('checkbox', { name: 'All events, including those added later' }).uncheck();
+        await edit.getByRole('checkbox', { name: /annotation_queue\.completed/ }).check();
+        await edit.getByLabel('Description').fill('queues done');
+        await edit.getByRole('button', { name: 'Save webhook' }).click();
+        await hook.getByText('queues done').waitFor();
+        expect((await webhooksOf(projectId)).find((webhook) => webhook.id === webhookId)).toMatchObject({ url, events: ['annotation_queue.completed'], description: 'queues done', enabled: true });
+
+        // A url the server refuses: its reason at the field, nothing stored.
+        await page.getByRole('button', { name: 'New webhook' }).click();
+        const form = page.getByRole('dialog', { name: 'New webhook' });
+        const urlField = form.getByLabel('Receiver URL');
+        await urlField.fill('ftp://hooks.example.com/x');
+        await form.getByRole('button', { name: 'Create webhook' }).click();
+        await expect.poll(() => urlField.getAttribute('aria-invalid')).toBe('true');
+        await form.getByText(/^url must be https:\/\//).waitFor();
+        await form.getByRole('button', { name: 'Cancel' }).click();
+        expect(await webhooksOf(projectId)).toHaveLength(1);
+
+        // Deleting asks first, then the card goes.
+        await hook.getByRole('button', { name: `Delete ${url}` }).click();
+        await page.getByRole('dialog', { name: 'Delete this webhook?' }).getByRole('button', { name: 'Delete webhook' }).click();
+        await page.getByText('No webhooks yet.').waitFor();
+        expect(await webhooksOf(projectId)).toEqual([]);
       } finally {
         await close();
       }

@@ -17,7 +17,7 @@ import '../webhooks/webhooks.css';
 type Confirming = { kind: 'rotate' | 'delete'; webhook: Webhook } | null;
 
 /**
- * A project's webhooks (contract 5.13): creating one (its secret shown once), enabling and
+ * A project's webhooks (contract 5.13): creating (its secret shown once) and editing one, enabling and
  * disabling, rotating the secret, sending a test event, and each one's deliveries with a retry.
  * Members and admins only, as the server has it: a webhook's url may carry the receiver's
  * credentials, so viewers and annotators are told who manages them instead.
@@ -76,13 +76,15 @@ function Webhooks({ client, session, projectId }: PageProps) {
         longer and longer waits, for about a day; a webhook failing for five days is disabled.
       </p>
       {/* Before the secret panel: closing the form gives focus back to its button, then the panel takes it. */}
-      <Modal open={actions.creating} onClose={actions.closeForm} labelledBy="webhook-form-title">
-        <h2 id="webhook-form-title">New webhook</h2>
-        {actions.creating ? (
+      <Modal open={actions.editing !== null} onClose={actions.closeForm} labelledBy="webhook-form-title">
+        <h2 id="webhook-form-title">{actions.editing?.webhook ? 'Edit webhook' : 'New webhook'}</h2>
+        {actions.editing ? (
           <WebhookForm
-            busy={actions.create.isPending}
+            key={actions.editing.webhook?.id ?? 'new'}
+            webhook={actions.editing.webhook}
+            busy={actions.save.isPending}
             refusal={actions.refusal}
-            onSubmit={(fields) => actions.create.mutate(fields)}
+            onSubmit={(fields) => actions.save.mutate({ webhook: actions.editing?.webhook ?? null, fields })}
             onCancel={actions.closeForm}
           />
         ) : null}
@@ -104,7 +106,7 @@ function Webhooks({ client, session, projectId }: PageProps) {
         <h2 id="webhooks-title" ref={listHeading} tabIndex={-1}>
           {webhooks.data ? `${webhooks.data.length} ${webhooks.data.length === 1 ? 'webhook' : 'webhooks'}` : 'Webhooks'}
         </h2>
-        <button type="button" onClick={actions.openForm} aria-haspopup="dialog">
+        <button type="button" onClick={() => actions.openForm(null)} aria-haspopup="dialog">
           New webhook
         </button>
       </div>
@@ -125,6 +127,7 @@ function Webhooks({ client, session, projectId }: PageProps) {
               actions={{
                 busy,
                 failure: actions.failure?.webhookId === webhook.id ? actions.failure.reason : undefined,
+                onEdit: () => actions.openForm(webhook),
                 onTest: () => actions.test.mutate(webhook),
                 onSetEnabled: (enabled) => actions.setEnabled.mutate({ webhook, enabled }),
                 onRotate: () => setConfirming({ kind: 'rotate', webhook }),

@@ -9,6 +9,7 @@ const dateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', tim
 export type WebhookCardActions = {
   busy: boolean;
   failure: string | undefined;
+  onEdit: () => void;
   onTest: () => void;
   onSetEnabled: (enabled: boolean) => void;
   onRotate: () => void;
@@ -51,6 +52,9 @@ export function WebhookCard({ client, session, webhook, actions }: { client: Lou
           </button>
           <button type="button" className="secondary" onClick={() => actions.onSetEnabled(!webhook.enabled)} disabled={actions.busy} aria-label={`${webhook.enabled ? 'Disable' : 'Enable'} ${url}`}>
             {webhook.enabled ? 'Disable' : 'Enable'}
+          </button>
+          <button type="button" className="secondary" onClick={actions.onEdit} disabled={actions.busy} aria-haspopup="dialog" aria-label={`Edit ${url}`}>
+            Edit
           </button>
           <button type="button" className="secondary" onClick={actions.onRotate} disabled={actions.busy} aria-haspopup="dialog" aria-label={`Rotate secret of ${url}`}>
             Rotate secret

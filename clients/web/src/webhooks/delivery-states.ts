@@ -1,6 +1,8 @@
-import type { Delivery } from './webhook-queries.ts';
+import type { RouterOutputs } from '@loupe/client';
 
 // A delivery's state as the page shows it, and when the page reads the deliveries again.
+
+export type Delivery = RouterOutputs['webhooks']['deliveries']['query']['deliveries'][number];
 
 /**
  * Deliveries are not announced on the app's live event stream (it carries queue events only), so

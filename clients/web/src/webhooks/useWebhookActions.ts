@@ -14,21 +14,25 @@ export function useWebhookActions({ client, session, projectId }: { client: Loup
   const [notice, setNotice] = useState<string>();
   const [refusal, setRefusal] = useState<Refusal | null>(null);
   const [secret, setSecret] = useState<ShownSecret | null>(null);
-  const [creating, setCreating] = useState(false);
+  // The form, open on a new webhook (null) or on one to edit.
+  const [editing, setEditing] = useState<{ webhook: Webhook | null } | null>(null);
   // A failed action on a webhook, shown on its card.
   const [failure, setFailure] = useState<{ webhookId: string; reason: string } | null>(null);
   const failed = (webhook: Webhook) => (error: unknown) => setFailure({ webhookId: webhook.id, reason: messageOf(error) });
   const renewList = () => queryClient.invalidateQueries({ queryKey: listKey });
   const renewDeliveries = (webhook: Webhook) => queryClient.invalidateQueries({ queryKey: deliveriesKey(session, projectId, webhook.id) });
 
-  const create = useMutation({
-    mutationFn: (fields: WebhookFields) => client.webhooks.create.mutate({ project_id: projectId, ...fields }),
+  const save = useMutation({
+    mutationFn: async ({ webhook, fields }: { webhook: Webhook | null; fields: WebhookFields }) =>
+      webhook
+        ? { webhook: (await client.webhooks.update.mutate({ id: webhook.id, project_id: projectId, ...fields })).webhook, secret: null }
+        : client.webhooks.create.mutate({ project_id: projectId, ...fields }),
     onMutate: () => setRefusal(null),
     onSuccess: async ({ webhook, secret: made }) => {
-      // The form closes as the secret shows, in one render (the page orders their focus).
-      setCreating(false);
-      setSecret({ webhookId: webhook.id, url: webhook.url, secret: made, previousExpiresAt: null });
-      setNotice(`Created the webhook to ${webhook.url}.`);
+      // The form closes as a new secret shows, in one render (the page orders their focus).
+      setEditing(null);
+      if (made) setSecret({ webhookId: webhook.id, url: webhook.url, secret: made, previousExpiresAt: null });
+      setNotice(made ? `Created the webhook to ${webhook.url}.` : `Saved the webhook to ${webhook.url}.`);
       await renewList();
     },
     onError: (error) => setRefusal(refusalOf(error, WEBHOOK_FIELDS)),
@@ -73,11 +77,11 @@ export function useWebhookActions({ client, session, projectId }: { client: Loup
     onError: (error, webhook) => failed(webhook)(error),
   });
 
-  const openForm = () => {
-    create.reset();
+  const openForm = (webhook: Webhook | null) => {
+    save.reset();
     setRefusal(null);
-    setCreating(true);
+    setEditing({ webhook });
   };
 
-  return { notice, refusal, secret, failure, creating, openForm, closeForm: () => setCreating(false), create, setEnabled, rotate, test, remove, dismissSecret: () => setSecret(null), setNotice };
+  return { notice, refusal, secret, failure, editing, openForm, closeForm: () => setEditing(null), save, setEnabled, rotate, test, remove, dismissSecret: () => setSecret(null), setNotice };
 }

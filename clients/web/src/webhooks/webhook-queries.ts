@@ -7,7 +7,7 @@ import { nextPollMs, POLL_IDLE_MS } from './delivery-states.ts';
 
 export type Webhook = RouterOutputs['webhooks']['query']['webhooks'][number];
 export type WebhookFields = Omit<RouterInputs['webhooks']['create'], 'project_id'>;
-export type Delivery = RouterOutputs['webhooks']['deliveries']['query']['deliveries'][number];
+export type { Delivery } from './delivery-states.ts';
 
 /** Deliveries per page of a webhook's list (newest first). */
 export const DELIVERIES_PAGE_SIZE = 20;
