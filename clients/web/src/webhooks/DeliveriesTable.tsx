@@ -1,6 +1,6 @@
 import type { LoupeClient } from '@loupe/client';
 import { useInfiniteQuery, useMutation, useQueryClient } from '@tanstack/react-query';
-import { useId, useState } from 'react';
+import { useState } from 'react';
 import { messageOf } from '../api.ts';
 import { ScrollTable } from '../queue/ScrollTable.tsx';
 import { DELIVERY_STATE_LABELS, retriable, shownState } from './delivery-states.ts';
@@ -18,12 +18,24 @@ function Time({ at }: { at: string | null }) {
  * receiver's last status and the last error, and a button that sends a failed or retrying one
  * again now. The list follows the deliveries by polling (delivery-states.ts).
  */
-export function DeliveriesTable({ client, session, webhook, onNotice }: { client: LoupeClient; session: number; webhook: Webhook; onNotice: (text: string) => void }) {
+export function DeliveriesTable({
+  client,
+  session,
+  webhook,
+  whyDisabled,
+  onNotice,
+}: {
+  client: LoupeClient;
+  session: number;
+  webhook: Webhook;
+  /** Points a retry button at the card's note while the webhook is disabled. */
+  whyDisabled: { 'aria-describedby'?: string };
+  onNotice: (text: string) => void;
+}) {
   const queryClient = useQueryClient();
   const options = deliveriesQuery(client, session, webhook.project_id, webhook.id);
   const deliveries = useInfiniteQuery(options);
   const [failure, setFailure] = useState<string>();
-  const disabledNote = useId();
 
   const retry = useMutation({
     mutationFn: (delivery: Delivery) => client.webhooks.deliveries.retry.mutate({ id: webhook.id, project_id: webhook.project_id, delivery_id: delivery.id }),
@@ -44,11 +56,6 @@ export function DeliveriesTable({ client, session, webhook, onNotice }: { client
   if (!shown.length) return <p className="muted">No deliveries yet.</p>;
   return (
     <>
-      {webhook.enabled ? null : (
-        <p id={disabledNote} className="muted">
-          Enable the webhook to send deliveries again.
-        </p>
-      )}
       {failure ? (
         <p className="error" role="alert">
           {failure}
@@ -103,7 +110,7 @@ export function DeliveriesTable({ client, session, webhook, onNotice }: { client
                         onClick={() => retry.mutate(delivery)}
                         disabled={retry.isPending || !webhook.enabled}
                         aria-label={`Retry now the ${delivery.type} delivery of ${timeFormat.format(new Date(delivery.created_at))}`}
-                        {...(webhook.enabled ? {} : { 'aria-describedby': disabledNote })}
+                        {...whyDisabled}
                       >
                         Retry now
                       </button>

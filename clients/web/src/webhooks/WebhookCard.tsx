@@ -21,6 +21,8 @@ export type WebhookCardActions = {
 export function WebhookCard({ client, session, webhook, actions }: { client: LoupeClient; session: number; webhook: Webhook; actions: WebhookCardActions }) {
   const titleId = `webhook-${webhook.id}-title`;
   const url = webhook.url;
+  const disabledNote = `webhook-${webhook.id}-disabled`;
+  const whyDisabled = webhook.enabled ? {} : { 'aria-describedby': disabledNote };
   return (
     <li>
       <article className="webhook-card panel" aria-labelledby={titleId}>
@@ -31,7 +33,12 @@ export function WebhookCard({ client, session, webhook, actions }: { client: Lou
           <span className={`state ${webhook.enabled ? 'webhook-enabled' : 'webhook-disabled'}`}>{webhook.enabled ? 'Enabled' : 'Disabled'}</span>
         </div>
         {webhook.description ? <p className="webhook-description">{webhook.description}</p> : null}
-        {!webhook.enabled && webhook.disabled_reason ? <p className="notice">Loupe disabled it: {webhook.disabled_reason}</p> : null}
+        {webhook.enabled ? null : (
+          <p id={disabledNote} className={webhook.disabled_reason ? 'notice' : 'muted'}>
+            {webhook.disabled_reason ? `Loupe disabled it: ${webhook.disabled_reason}. ` : null}
+            Nothing is sent to it while it is disabled: enable it to send a test or retry a delivery.
+          </p>
+        )}
         <p className="webhook-events">
           Events:{' '}
           {webhook.events.includes('*')
@@ -47,7 +54,7 @@ export function WebhookCard({ client, session, webhook, actions }: { client: Lou
           {' · '}created <time dateTime={webhook.created_at}>{dateFormat.format(new Date(webhook.created_at))}</time>
         </p>
         <div className="webhook-actions">
-          <button type="button" onClick={actions.onTest} disabled={actions.busy || !webhook.enabled} aria-label={`Send test to ${url}`}>
+          <button type="button" onClick={actions.onTest} disabled={actions.busy || !webhook.enabled} aria-label={`Send test to ${url}`} {...whyDisabled}>
             Send test
           </button>
           <button type="button" className="secondary" onClick={() => actions.onSetEnabled(!webhook.enabled)} disabled={actions.busy} aria-label={`${webhook.enabled ? 'Disable' : 'Enable'} ${url}`}>
@@ -69,7 +76,7 @@ export function WebhookCard({ client, session, webhook, actions }: { client: Lou
           </p>
         ) : null}
         <h3 className="deliveries-title">Deliveries</h3>
-        <DeliveriesTable client={client} session={session} webhook={webhook} onNotice={actions.onNotice} />
+        <DeliveriesTable client={client} session={session} webhook={webhook} whyDisabled={whyDisabled} onNotice={actions.onNotice} />
       </article>
     </li>
   );

@@ -41,7 +41,7 @@ export function useWebhookActions({ client, session, projectId }: { client: Loup
   const setEnabled = useMutation({
     mutationFn: ({ webhook, enabled }: { webhook: Webhook; enabled: boolean }) => client.webhooks.update.mutate({ id: webhook.id, project_id: projectId, enabled }),
     onMutate: () => setFailure(null),
-    onSuccess: ({ webhook }) => setNotice(webhook.enabled ? `Enabled the webhook to ${webhook.url}.` : `Disabled the webhook to ${webhook.url}: its pending deliveries ended as failed.`),
+    onSuccess: ({ webhook }) => setNotice(webhook.enabled ? `Enabled the webhook to ${webhook.url}.` : `Disabled the webhook to ${webhook.url}: nothing is sent to it until it is enabled again.`),
     onError: (error, { webhook }) => failed(webhook)(error),
     // Disabling ends its pending deliveries.
     onSettled: (_answer, _error, { webhook }) => Promise.all([renewList(), renewDeliveries(webhook)]),
