@@ -261,6 +261,7 @@ describeInBrowser('webhooks page in Chromium', () => {
         await form.getByRole('button', { name: 'Create webhook' }).click();
         await expect.poll(() => urlField.getAttribute('aria-invalid')).toBe('true');
         await form.getByText(/^url must be https:\/\//).waitFor();
+        expect(await urlField.evaluate((element) => element === document.activeElement)).toBe(true);
         await form.getByRole('button', { name: 'Cancel' }).click();
         expect(await webhooksOf(projectId)).toHaveLength(1);
 
