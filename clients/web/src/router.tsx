@@ -6,6 +6,7 @@ import { AgreementPage } from './pages/AgreementPage.tsx';
 import { AnnotatePage } from './pages/AnnotatePage.tsx';
 import { ProjectPage } from './pages/ProjectPage.tsx';
 import { QueuePage } from './pages/QueuePage.tsx';
+import { WebhooksPage } from './pages/WebhooksPage.tsx';
 import {
   agreementRoute,
   annotateRoute,
@@ -17,6 +18,7 @@ import {
   rootRoute,
   routeTree,
   signedInRoute,
+  webhooksRoute,
 } from './routes.ts';
 
 // Each route of routes.ts with the component that renders it.
@@ -39,6 +41,12 @@ projectRoute.update({
   component: function ProjectRoute() {
     const { entity, project } = projectRoute.useParams();
     return <ProjectPage {...useSignedIn()} projectId={`${entity}/${project}`} />;
+  },
+});
+webhooksRoute.update({
+  component: function WebhooksRoute() {
+    const { entity, project } = webhooksRoute.useParams();
+    return <WebhooksPage {...useSignedIn()} projectId={`${entity}/${project}`} />;
   },
 });
 queueIndexRoute.update({

@@ -7,6 +7,7 @@ import { createRootRoute, createRoute, linkOptions } from '@tanstack/react-route
 //   /                                              projects
 //   /models                                        the model catalog (public)
 //   /p/<entity>/<project>                          a project: its queues, specs and calls
+//   /p/<entity>/<project>/webhooks                 its webhooks and their deliveries
 //   /p/<entity>/<project>/q/<queue_id>             a queue: progress, items
 //   /p/<entity>/<project>/q/<queue_id>/annotate    annotating the queue
 //   /p/<entity>/<project>/q/<queue_id>/agreement   agreement between its annotators
@@ -18,6 +19,7 @@ export const modelsRoute = createRoute({ getParentRoute: () => rootRoute, path: 
 export const signedInRoute = createRoute({ getParentRoute: () => rootRoute, id: 'signed-in' });
 export const projectsRoute = createRoute({ getParentRoute: () => signedInRoute, path: '/' });
 export const projectRoute = createRoute({ getParentRoute: () => signedInRoute, path: 'p/$entity/$project' });
+export const webhooksRoute = createRoute({ getParentRoute: () => signedInRoute, path: 'p/$entity/$project/webhooks' });
 export const queueRoute = createRoute({ getParentRoute: () => signedInRoute, path: 'p/$entity/$project/q/$queueId' });
 export const queueIndexRoute = createRoute({ getParentRoute: () => queueRoute, path: '/' });
 export const annotateRoute = createRoute({ getParentRoute: () => queueRoute, path: 'annotate' });
@@ -25,7 +27,7 @@ export const agreementRoute = createRoute({ getParentRoute: () => queueRoute, pa
 
 export const routeTree = rootRoute.addChildren([
   modelsRoute,
-  signedInRoute.addChildren([projectsRoute, projectRoute, queueRoute.addChildren([queueIndexRoute, annotateRoute, agreementRoute])]),
+  signedInRoute.addChildren([projectsRoute, projectRoute, webhooksRoute, queueRoute.addChildren([queueIndexRoute, annotateRoute, agreementRoute])]),
 ]);
 
 /** Every page by name; a path that matches none of them shows "Page not found". */
@@ -33,6 +35,7 @@ export const pageRoutes = {
   projects: projectsRoute,
   models: modelsRoute,
   project: projectRoute,
+  webhooks: webhooksRoute,
   queue: queueIndexRoute,
   annotate: annotateRoute,
   agreement: agreementRoute,
@@ -54,6 +57,7 @@ export const links = {
   projects: () => linkOptions({ to: '/', activeOptions: exact }),
   models: () => linkOptions({ to: '/models', activeOptions: exact }),
   project: (projectId: string) => linkOptions({ to: '/p/$entity/$project', params: projectParams(projectId), activeOptions: exact }),
+  webhooks: (projectId: string) => linkOptions({ to: '/p/$entity/$project/webhooks', params: projectParams(projectId), activeOptions: exact }),
   queue: (projectId: string, queueId: string) =>
     linkOptions({ to: '/p/$entity/$project/q/$queueId', params: { ...projectParams(projectId), queueId }, activeOptions: exact }),
   annotate: (projectId: string, queueId: string) =>

@@ -30,6 +30,7 @@ const ROUTES: Record<PageName, PageCase> = {
   projects: { path: () => '/app/', signedIn: true, shown: (page) => page.locator('main table tbody tr').first().waitFor() },
   models: { path: () => '/app/models', signedIn: true },
   project: { path: () => `/app/p/${PROJECT}`, signedIn: true },
+  webhooks: { path: () => `/app/p/${PROJECT}/webhooks`, signedIn: true },
   queue: { path: queuePath, signedIn: true },
   annotate: {
     path: (setup) => `${queuePath(setup)}/annotate`,

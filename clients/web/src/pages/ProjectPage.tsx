@@ -48,6 +48,16 @@ export function ProjectPage({ client, session, projectId }: PageProps) {
           )}
         </p>
       ) : null}
+      {/* Webhooks are for members and admins (their urls may carry a receiver's credentials). */}
+      {writable ? (
+        <ul className="project-links">
+          <li>
+            <Link className="button-link" {...links.webhooks(projectId)}>
+              Webhooks
+            </Link>
+          </li>
+        </ul>
+      ) : null}
       <div role="status" className="notices">
         {notice ? <p className="notice">{notice}</p> : null}
       </div>

@@ -1,6 +1,7 @@
-import { useEffect, useId, useRef, useState, type FormEvent } from 'react';
+import { useId, useState, type FormEvent } from 'react';
 import type { ProjectQueue, ProjectSpec, QueueFields } from './project-queries.ts';
 import type { Refusal } from './refusal.ts';
+import { useRefusalFields } from './refusal-fields.tsx';
 import { SpecLabel } from './SpecLabel.tsx';
 
 export const QUEUE_FIELDS = ['name', 'description', 'scorer_refs', 'annotations_per_item', 'lease_seconds'] as const;
@@ -61,36 +62,21 @@ export function QueueForm({
     });
   };
 
-  // A refused field takes the focus, to be fixed (the scorer specs: their first box).
-  const form = useRef<HTMLFormElement>(null);
-  useEffect(() => {
-    if (!refusal?.field) return;
-    form.current?.querySelector<HTMLElement>(`:is(input, textarea)[data-field="${refusal.field}"], fieldset[data-field="${refusal.field}"] input`)?.focus();
-  }, [refusal]);
-
-  const errorId = (field: string) => `${id}-${field}-error`;
-  const invalid = (field: string) =>
-    ({ 'data-field': field, ...(refusal?.field === field ? { 'aria-invalid': true as const, 'aria-describedby': errorId(field) } : {}) });
-  const fieldError = (field: string) =>
-    refusal?.field === field ? (
-      <p id={errorId(field)} className="error field-error">
-        {refusal.reason}
-      </p>
-    ) : null;
+  const { form, marks, fieldError, formError } = useRefusalFields(refusal);
 
   return (
     <form ref={form} className="queue-form" onSubmit={submit} noValidate>
       <div className="field">
         <label htmlFor={`${id}-name`}>Name</label>
-        <input id={`${id}-name`} value={name} onChange={(event) => setName(event.target.value)} autoComplete="off" {...invalid('name')} />
+        <input id={`${id}-name`} value={name} onChange={(event) => setName(event.target.value)} autoComplete="off" {...marks('name')} />
         {fieldError('name')}
       </div>
       <div className="field">
         <label htmlFor={`${id}-description`}>Description</label>
-        <textarea id={`${id}-description`} rows={3} value={description} onChange={(event) => setDescription(event.target.value)} {...invalid('description')} />
+        <textarea id={`${id}-description`} rows={3} value={description} onChange={(event) => setDescription(event.target.value)} {...marks('description')} />
         {fieldError('description')}
       </div>
-      <fieldset className="field spec-choices" {...invalid('scorer_refs')}>
+      <fieldset className="field spec-choices" {...marks('scorer_refs')}>
         <legend>Rubric fields</legend>
         {specs.length || unknownRefs.length ? (
           <ul>
@@ -119,20 +105,16 @@ export function QueueForm({
       <div className="field-row">
         <div className="field">
           <label htmlFor={`${id}-per-item`}>Annotations per item</label>
-          <input id={`${id}-per-item`} type="number" min={1} max={100} step={1} value={perItem} onChange={(event) => setPerItem(event.target.value)} {...invalid('annotations_per_item')} />
+          <input id={`${id}-per-item`} type="number" min={1} max={100} step={1} value={perItem} onChange={(event) => setPerItem(event.target.value)} {...marks('annotations_per_item')} />
           {fieldError('annotations_per_item')}
         </div>
         <div className="field">
           <label htmlFor={`${id}-lease`}>Lease (seconds)</label>
-          <input id={`${id}-lease`} type="number" min={10} max={86_400} step={1} value={lease} onChange={(event) => setLease(event.target.value)} {...invalid('lease_seconds')} />
+          <input id={`${id}-lease`} type="number" min={10} max={86_400} step={1} value={lease} onChange={(event) => setLease(event.target.value)} {...marks('lease_seconds')} />
           {fieldError('lease_seconds')}
         </div>
       </div>
-      {refusal && refusal.field === null ? (
-        <p className="error" role="alert">
-          {refusal.reason}
-        </p>
-      ) : null}
+      {formError}
       <div className="actions">
         <button type="submit" disabled={busy}>
           {queue ? 'Save queue' : 'Create queue'}
