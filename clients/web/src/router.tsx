@@ -4,11 +4,13 @@ import { Models } from './Models.tsx';
 import { Projects } from './Projects.tsx';
 import { AgreementPage } from './pages/AgreementPage.tsx';
 import { AnnotatePage } from './pages/AnnotatePage.tsx';
+import { MyQueuesPage } from './pages/MyQueuesPage.tsx';
 import { ProjectPage } from './pages/ProjectPage.tsx';
 import { QueuePage } from './pages/QueuePage.tsx';
 import {
   agreementRoute,
   annotateRoute,
+  mineRoute,
   modelsRoute,
   projectRoute,
   projectsRoute,
@@ -33,6 +35,11 @@ signedInRoute.update({ component: SignedInPages });
 projectsRoute.update({
   component: function ProjectsRoute() {
     return <Projects {...useSignedIn()} />;
+  },
+});
+mineRoute.update({
+  component: function MineRoute() {
+    return <MyQueuesPage {...useSignedIn()} />;
   },
 });
 projectRoute.update({

@@ -13,6 +13,7 @@ import { QueueSettings } from '../queue/QueueSettings.tsx';
 import { Link } from '@tanstack/react-router';
 import { UserNamesProvider } from '../users/UserNames.tsx';
 import { links } from '../routes.ts';
+import { NotForAnnotators } from './NotForAnnotators.tsx';
 import type { QueuePageProps } from './page-props.ts';
 import '../annotate/annotate.css';
 import '../queue/queue.css';
@@ -21,8 +22,15 @@ import '../queue/queue.css';
  * A queue: its rubric and settings, its progress (live: other annotators' work shows without a
  * reload), and its items with every annotator's values. Viewers read all of it.
  */
-export function QueuePage({ client, session, projectId, queueId }: QueuePageProps) {
+export function QueuePage(props: QueuePageProps) {
+  const me = useQuery(meQuery(props.client, props.session));
+  if (roleIn(me.data, props.projectId) === 'annotator') return <NotForAnnotators />;
+  return <QueueOverview {...props} />;
+}
+
+function QueueOverview({ client, session, projectId, queueId }: QueuePageProps) {
   const me = useQuery(meQuery(client, session));
+  const writable = canWrite(roleIn(me.data, projectId));
   const queue = useQuery(queueQuery(client, session, projectId, queueId));
   const stats = useQuery(queueStatsQuery(client, session, projectId, queueId));
   const specs = useQuery({ ...rubricQuery(client, session, projectId, queue.data?.scorer_refs ?? []), enabled: queue.isSuccess });
@@ -52,7 +60,7 @@ export function QueuePage({ client, session, projectId, queueId }: QueuePageProp
         <div className="queue-head">
           <h1>{queueData.name}</h1>
           <ul className="queue-links">
-            {canWrite(roleIn(me.data, projectId)) ? (
+            {writable ? (
               <li>
                 <Link className="button-link" {...links.annotate(projectId, queueId)}>
                   Start annotating
@@ -73,8 +81,8 @@ export function QueuePage({ client, session, projectId, queueId }: QueuePageProp
         ) : stats.isError ? (
           <p className="error" role="alert">{messageOf(stats.error)}</p>
         ) : null}
-        <QueueSettings queue={queueData} specs={specs.data ?? []} />
-        <ItemsList client={client} session={session} projectId={projectId} queueId={queueId} specs={specsOfValues} stats={stats.data} meId={meId} onOpen={(item) => setOpened(item.call_id)} />
+        <QueueSettings queue={queueData} specs={specs.data ?? []} meId={meId} />
+        <ItemsList client={client} session={session} projectId={projectId} queueId={queueId} specs={specsOfValues} stats={stats.data} meId={meId} canAssign={writable} onOpen={(item) => setOpened(item.call_id)} />
         <ItemDialog client={client} session={session} projectId={projectId} queueId={queueId} specs={specsOfValues} meId={meId} callId={opened} onClose={() => setOpened(null)} />
       </div>
     </UserNamesProvider>
