@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Role } from './me.ts';
 import { ProjectId } from './project.ts';
 
 /** At most this many user ids per request: a page's annotators fit many times over. */
@@ -26,3 +27,21 @@ export const ProjectUsersRes = z
   })
   .meta({ id: 'ProjectUsersRes' });
 export type ProjectUsersRes = z.infer<typeof ProjectUsersRes>;
+
+/** At most this many members per answer (an entity's people; as many as a queue may have assignees). */
+export const PROJECT_MEMBERS_MAX = 1000;
+
+export const ProjectMembersReq = z.strictObject({ project_id: ProjectId }).meta({ id: 'ProjectMembersReq' });
+export type ProjectMembersReq = z.infer<typeof ProjectMembersReq>;
+
+export const ProjectMember = z
+  .strictObject({ user_id: z.string(), username: z.string(), role: Role })
+  .meta({ id: 'ProjectMember' });
+export type ProjectMember = z.infer<typeof ProjectMember>;
+
+export const ProjectMembersRes = z
+  .strictObject({
+    members: z.array(ProjectMember).meta({ description: `The members of the project's entity with their roles, by username (at most ${PROJECT_MEMBERS_MAX})` }),
+  })
+  .meta({ id: 'ProjectMembersRes' });
+export type ProjectMembersRes = z.infer<typeof ProjectMembersRes>;

@@ -2,6 +2,7 @@ import type { LoupeClient } from '@loupe/client';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link, Outlet } from '@tanstack/react-router';
 import { createContext, useCallback, useContext, useEffect, useMemo, useState } from 'react';
+import { annotatorOnly } from './access.ts';
 import { apiClient, meQuery, statusOf } from './api.ts';
 import { links } from './routes.ts';
 import { signOut, useSession, type Session } from './session.ts';
@@ -49,16 +50,7 @@ export function App() {
       </a>
       <header className="top">
         <span className="brand">Loupe</span>
-        <nav aria-label="Main">
-          <ul>
-            <li>
-              <Link {...links.projects()}>Projects</Link>
-            </li>
-            <li>
-              <Link {...links.models()}>Models</Link>
-            </li>
-          </ul>
-        </nav>
+        <MainNav session={session} />
         {session ? <Account session={session} onSignOut={leave} /> : null}
       </header>
       <main id="main" tabIndex={-1}>
@@ -67,6 +59,34 @@ export function App() {
         </SessionContext.Provider>
       </main>
     </>
+  );
+}
+
+/**
+ * The main navigation: My queues for everyone signed in, Projects for all but annotators (whose
+ * home My queues is), and the public model catalog.
+ */
+function MainNav({ session }: { session: Session }) {
+  const client = useMemo(() => apiClient(session?.apiKey), [session]);
+  const me = useQuery({ ...meQuery(client, session?.id ?? 0), enabled: session !== null });
+  return (
+    <nav aria-label="Main">
+      <ul>
+        {session ? (
+          <li>
+            <Link {...links.mine()}>My queues</Link>
+          </li>
+        ) : null}
+        {session && annotatorOnly(me.data) ? null : (
+          <li>
+            <Link {...links.projects()}>Projects</Link>
+          </li>
+        )}
+        <li>
+          <Link {...links.models()}>Models</Link>
+        </li>
+      </ul>
+    </nav>
   );
 }
 

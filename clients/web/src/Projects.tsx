@@ -1,16 +1,22 @@
 import type { LoupeClient } from '@loupe/client';
 import { useQuery } from '@tanstack/react-query';
 import { messageOf, meQuery, projectsQuery, type Project } from './api.ts';
-import { Link } from '@tanstack/react-router';
+import { Link, Navigate } from '@tanstack/react-router';
+import { annotatorOnly } from './access.ts';
 import { links } from './routes.ts';
 import { ScrollTable } from './queue/ScrollTable.tsx';
 
 const dateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
 
-/** The caller's entities (with roles) and the projects of those entities that hold data. */
+/**
+ * The caller's entities (with roles) and the projects of those entities that hold data. An
+ * annotator (in every entity) lands on My queues instead: projects are not theirs to browse.
+ */
 export function Projects({ client, session }: { client: LoupeClient; session: number }) {
   const me = useQuery(meQuery(client, session));
-  const projects = useQuery(projectsQuery(client, session));
+  const annotator = annotatorOnly(me.data);
+  const projects = useQuery({ ...projectsQuery(client, session), enabled: me.isSuccess && !annotator });
+  if (annotator) return <Navigate {...links.mine()} replace />;
   return (
     <>
       <h1>Projects</h1>

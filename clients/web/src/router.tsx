@@ -4,12 +4,14 @@ import { Models } from './Models.tsx';
 import { Projects } from './Projects.tsx';
 import { AgreementPage } from './pages/AgreementPage.tsx';
 import { AnnotatePage } from './pages/AnnotatePage.tsx';
+import { MyQueuesPage } from './pages/MyQueuesPage.tsx';
 import { ProjectPage } from './pages/ProjectPage.tsx';
 import { QueuePage } from './pages/QueuePage.tsx';
 import { WebhooksPage } from './pages/WebhooksPage.tsx';
 import {
   agreementRoute,
   annotateRoute,
+  mineRoute,
   modelsRoute,
   projectRoute,
   projectsRoute,
@@ -35,6 +37,11 @@ signedInRoute.update({ component: SignedInPages });
 projectsRoute.update({
   component: function ProjectsRoute() {
     return <Projects {...useSignedIn()} />;
+  },
+});
+mineRoute.update({
+  component: function MineRoute() {
+    return <MyQueuesPage {...useSignedIn()} />;
   },
 });
 projectRoute.update({

@@ -4,7 +4,8 @@ import { createRootRoute, createRoute, linkOptions } from '@tanstack/react-route
 // Router's route tree; router.tsx gives each its component. Paths only here, so that tests can
 // match paths against the same tree without rendering anything.
 //
-//   /                                              projects
+//   /                                              projects (an annotator is sent on to My queues)
+//   /mine                                          My queues: every queue the caller may claim from
 //   /models                                        the model catalog (public)
 //   /p/<entity>/<project>                          a project: its queues, specs and calls
 //   /p/<entity>/<project>/webhooks                 its webhooks and their deliveries
@@ -18,6 +19,7 @@ export const rootRoute = createRootRoute();
 export const modelsRoute = createRoute({ getParentRoute: () => rootRoute, path: 'models' });
 export const signedInRoute = createRoute({ getParentRoute: () => rootRoute, id: 'signed-in' });
 export const projectsRoute = createRoute({ getParentRoute: () => signedInRoute, path: '/' });
+export const mineRoute = createRoute({ getParentRoute: () => signedInRoute, path: 'mine' });
 export const projectRoute = createRoute({ getParentRoute: () => signedInRoute, path: 'p/$entity/$project' });
 export const webhooksRoute = createRoute({ getParentRoute: () => signedInRoute, path: 'p/$entity/$project/webhooks' });
 export const queueRoute = createRoute({ getParentRoute: () => signedInRoute, path: 'p/$entity/$project/q/$queueId' });
@@ -27,12 +29,13 @@ export const agreementRoute = createRoute({ getParentRoute: () => queueRoute, pa
 
 export const routeTree = rootRoute.addChildren([
   modelsRoute,
-  signedInRoute.addChildren([projectsRoute, projectRoute, webhooksRoute, queueRoute.addChildren([queueIndexRoute, annotateRoute, agreementRoute])]),
+  signedInRoute.addChildren([projectsRoute, mineRoute, projectRoute, webhooksRoute, queueRoute.addChildren([queueIndexRoute, annotateRoute, agreementRoute])]),
 ]);
 
 /** Every page by name; a path that matches none of them shows "Page not found". */
 export const pageRoutes = {
   projects: projectsRoute,
+  mine: mineRoute,
   models: modelsRoute,
   project: projectRoute,
   webhooks: webhooksRoute,
@@ -55,6 +58,7 @@ const exact = { exact: true } as const;
 
 export const links = {
   projects: () => linkOptions({ to: '/', activeOptions: exact }),
+  mine: () => linkOptions({ to: '/mine', activeOptions: exact }),
   models: () => linkOptions({ to: '/models', activeOptions: exact }),
   project: (projectId: string) => linkOptions({ to: '/p/$entity/$project', params: projectParams(projectId), activeOptions: exact }),
   webhooks: (projectId: string) => linkOptions({ to: '/p/$entity/$project/webhooks', params: projectParams(projectId), activeOptions: exact }),

@@ -1,4 +1,4 @@
-import { splitProjectId, type ProjectUser, type ProjectUsersReq } from '@loupe/shared';
+import { PROJECT_MEMBERS_MAX, splitProjectId, type ProjectMember, type ProjectMembersReq, type ProjectUser, type ProjectUsersReq, type Role } from '@loupe/shared';
 import { typedKysely, type SqlScope } from '../db/sql.ts';
 
 /**
@@ -58,4 +58,23 @@ export async function projectUsers(db: SqlScope, req: ProjectUsersReq): Promise<
 
   const names = new Map(known.map((row) => [row.id, row.username]));
   return ids.filter((id) => related.has(id)).map((id) => ({ user_id: id, username: names.get(id)! }));
+}
+
+/**
+ * `POST /projects/members`: the members of a project's entity with their roles, by username, for
+ * whoever may read the project (the queue form picks assignees among them). At most
+ * PROJECT_MEMBERS_MAX rows, so the cost is bounded however large the entity.
+ */
+export async function projectMembers(db: SqlScope, req: ProjectMembersReq): Promise<ProjectMember[]> {
+  const { entity } = splitProjectId(req.project_id);
+  const rows = await typedKysely(db)
+    .selectFrom('memberships as m')
+    .innerJoin('users as u', 'u.id', 'm.user_id')
+    .select(['u.id', 'u.username', 'm.role'])
+    .where('m.entity', '=', entity)
+    .orderBy('u.username')
+    .orderBy('u.id')
+    .limit(PROJECT_MEMBERS_MAX)
+    .execute();
+  return rows.map((row) => ({ user_id: row.id, username: row.username, role: row.role as Role }));
 }

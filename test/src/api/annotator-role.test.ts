@@ -126,6 +126,7 @@ describeEachBackend('the annotator role on every operation', (backend) => {
       { method: 'POST', path: `/webhooks/${webhook}/deliveries/query`, body: { project_id: PROJECT }, expect: 'refused', why: 'deliveries' },
       { method: 'POST', path: `/webhooks/${webhook}/deliveries/${delivery}/retry`, body: { project_id: PROJECT }, expect: 'refused', why: 'sends again' },
       { method: 'POST', path: '/projects/users', body: { project_id: PROJECT, user_ids: [owner.user_id] }, expect: 'allowed', why: 'names' },
+      { method: 'POST', path: '/projects/members', body: { project_id: PROJECT }, expect: 'refused', why: 'managing queues' },
       { method: 'POST', path: '/projects/query', body: {}, expect: 'allowed', why: 'their projects' },
       { method: 'GET', path: '/me', expect: 'allowed', why: 'themselves' },
       { method: 'GET', path: '/inference/router/partner/models', expect: 'allowed', why: 'public' },

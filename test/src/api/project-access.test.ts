@@ -81,6 +81,7 @@ describeEachBackend('project access on every operation', (backend) => {
       { method: 'POST', path: '/feedback/purge', body: { project_id: PROJECT, ids: [stored] }, access: 'write' },
       { method: 'POST', path: '/feedback/replace', body: { ...feedback, feedback_id: stored }, access: 'write' },
       { method: 'POST', path: '/projects/users', body: { project_id: PROJECT, user_ids: [owner.user_id] }, access: 'read' },
+      { method: 'POST', path: '/projects/members', body: { project_id: PROJECT }, access: 'read' },
       // Webhooks are members' business, reads too: a url may carry a receiver's credentials.
       { method: 'POST', path: '/webhooks', body: hook, access: 'write' },
       { method: 'POST', path: '/webhooks/query', body: { project_id: PROJECT }, access: 'write' },

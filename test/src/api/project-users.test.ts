@@ -134,4 +134,20 @@ describeEachBackend('usernames of a project', (backend) => {
       client(server, viewer.api_key).projects.users.query({ project_id: projectId, user_ids: Array.from({ length: 1001 }, (_, i) => `u${i}`) }),
     ).rejects.toMatchObject({ data: { httpStatus: 400 } });
   });
+
+  it("lists the members of the project's entity with their roles, by username, to members and viewers; not to annotators or outsiders", async () => {
+    const annotator = await createUser(server, { entity: 'acme', role: 'annotator' });
+    const expected = [lead, viewer, ...annotators, annotator]
+      .map(({ user_id, username }) => ({ user_id, username, role: user_id === viewer.user_id ? 'viewer' : user_id === annotator.user_id ? 'annotator' : 'member' }))
+      .sort((a, b) => (a.username < b.username ? -1 : 1));
+    for (const key of [viewer.api_key, lead.api_key]) {
+      const reply = await rest(server, 'POST', '/projects/members', { key, body: { project_id: projectId } });
+      expect(reply.status, reply.text).toBe(200);
+      // Former members are gone from it; the stranger of another entity never was in it.
+      expect(reply.body).toEqual({ members: expected });
+    }
+    for (const key of [annotator.api_key, stranger.api_key]) expect((await rest(server, 'POST', '/projects/members', { key, body: { project_id: projectId } })).status).toBe(403);
+    expect((await rest(server, 'POST', '/projects/members', { key: lead.api_key, body: { project_id: projectId, limit: 5 } })).status).toBe(400);
+  });
 });
+

@@ -28,6 +28,7 @@ const queuePath = (setup: Setup) => `/app/p/${PROJECT}/q/${setup.queue.queueId}`
 
 const ROUTES: Record<PageName, PageCase> = {
   projects: { path: () => '/app/', signedIn: true, shown: (page) => page.locator('main table tbody tr').first().waitFor() },
+  mine: { path: () => '/app/mine', signedIn: true, shown: (page) => page.getByRole('link', { name: 'Start annotating Support answers' }).waitFor() },
   models: { path: () => '/app/models', signedIn: true },
   project: { path: () => `/app/p/${PROJECT}`, signedIn: true },
   webhooks: { path: () => `/app/p/${PROJECT}/webhooks`, signedIn: true },

@@ -1,7 +1,7 @@
 import type { LoupeClient } from '@loupe/client';
 import { useIsMutating, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useMemo, useRef, useState } from 'react';
-import { canWrite, roleIn } from '../access.ts';
+import { canAnnotate, roleIn } from '../access.ts';
 import { messageOf, meQuery, statusOf } from '../api.ts';
 import { useQueueEvents } from '../live/useQueueEvents.ts';
 import { callQuery, queueQuery, queueStatsQuery, readAhead, rubricQuery, type Queue, type QueueItem } from './annotate-queries.ts';
@@ -51,7 +51,7 @@ export function useAnnotationSession({ client, session, projectId, queueId }: Se
   const specs = useQuery({ ...rubricQuery(client, session, projectId, queue.data?.scorer_refs ?? []), enabled: queue.isSuccess });
   const fields = useMemo<RubricField[]>(() => (specs.data ?? []).map(toRubricField), [specs.data]);
   const schemas = useMemo(() => new Map((specs.data ?? []).map((spec) => [spec.ref, spec.field_schema])), [specs.data]);
-  const writable = canWrite(roleIn(me.data, projectId));
+  const writable = canAnnotate(roleIn(me.data, projectId));
 
   const [phase, setPhase] = useState<Phase>({ name: 'start' });
   const [form, setForm] = useState<Form>(emptyForm);

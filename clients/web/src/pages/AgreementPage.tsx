@@ -9,6 +9,8 @@ import { ItemDialog } from '../queue/ItemDialog.tsx';
 import { Link } from '@tanstack/react-router';
 import { UserNamesProvider } from '../users/UserNames.tsx';
 import { links } from '../routes.ts';
+import { roleIn } from '../access.ts';
+import { NotForAnnotators } from './NotForAnnotators.tsx';
 import type { QueuePageProps } from './page-props.ts';
 import '../annotate/annotate.css';
 import '../agreement/agreement.css';
@@ -18,7 +20,14 @@ import '../agreement/agreement.css';
  * agreement read in plain words, Cohen's kappa between each two annotators as a heat map, and the
  * items that disagree most, each opening with every annotator's value. Viewers read all of it.
  */
-export function AgreementPage({ client, session, projectId, queueId }: QueuePageProps) {
+export function AgreementPage(props: QueuePageProps) {
+  const me = useQuery(meQuery(props.client, props.session));
+  // Annotators are blind to each other's values (contract 5.11).
+  if (roleIn(me.data, props.projectId) === 'annotator') return <NotForAnnotators />;
+  return <QueueAgreement {...props} />;
+}
+
+function QueueAgreement({ client, session, projectId, queueId }: QueuePageProps) {
   const me = useQuery(meQuery(client, session));
   const queue = useQuery(queueQuery(client, session, projectId, queueId));
   // A level chosen on the page replaces the one the spec's schema implies (contract 5.7's `levels`);

@@ -1,6 +1,8 @@
 import { Link } from '@tanstack/react-router';
 import { useCallback, useEffect, useId, useRef, useState } from 'react';
-import { messageOf } from '../api.ts';
+import { useQuery } from '@tanstack/react-query';
+import { roleIn } from '../access.ts';
+import { messageOf, meQuery, statusOf } from '../api.ts';
 import type { QueueStats } from '../annotate/annotate-queries.ts';
 import { CallView } from '../annotate/CallView.tsx';
 import { LeaseCountdown } from '../annotate/LeaseCountdown.tsx';
@@ -22,6 +24,9 @@ import '../annotate/annotate.css';
 export function AnnotatePage(props: QueuePageProps) {
   const { projectId, queueId } = props;
   const annotation = useAnnotationSession(props);
+  // An annotator's way back is My queues: the project and queue pages are not theirs.
+  const me = useQuery(meQuery(props.client, props.session));
+  const annotator = roleIn(me.data, projectId) === 'annotator';
   const { queue, gone, stats, specs, fields, writable, live, phase, held, shownItem, call, form, errors, failure, notice, finished, reopened, busy, completedByMe } = annotation;
   const [helpOpen, setHelpOpen] = useState(false);
   const noteRef = useRef<HTMLTextAreaElement>(null);
@@ -71,8 +76,9 @@ export function AnnotatePage(props: QueuePageProps) {
     leaveField: focusHeading,
   });
 
-  if (gone) return <QueueGone projectId={projectId} />;
+  if (gone) return <QueueGone projectId={projectId} annotator={annotator} />;
   // A failed refetch keeps what was read: only a queue never read is an error of the page.
+  if (queue.isError && !queue.data && statusOf(queue.error) === 403) return <QueueRefused reason={messageOf(queue.error)} />;
   if (queue.isError && !queue.data) return <p className="error" role="alert">{messageOf(queue.error)}</p>;
   if (queue.isPending || specs.isPending) return <p>Loading…</p>;
   if (specs.isError) return <p className="error" role="alert">{messageOf(specs.error)}</p>;
@@ -81,7 +87,15 @@ export function AnnotatePage(props: QueuePageProps) {
   return (
     <div className="annotate">
       <nav aria-label="Breadcrumb" className="crumbs">
-        <Link {...links.project(projectId)}>{projectId}</Link> / <Link {...links.queue(projectId, queueId)}>{queueData.name}</Link>
+        {annotator ? (
+          <>
+            <Link {...links.mine()}>My queues</Link> / {projectId} / {queueData.name}
+          </>
+        ) : (
+          <>
+            <Link {...links.project(projectId)}>{projectId}</Link> / <Link {...links.queue(projectId, queueId)}>{queueData.name}</Link>
+          </>
+        )}
       </nav>
       <div className="annotate-bar">
         <h1>Annotate: {queueData.name}</h1>
@@ -200,13 +214,26 @@ export function AnnotatePage(props: QueuePageProps) {
 const NO_FIELDS: string[] = [];
 
 /** The queue does not exist: a link to a queue that never was, or one deleted while annotating. */
-function QueueGone({ projectId }: { projectId: string }) {
+function QueueGone({ projectId, annotator }: { projectId: string; annotator: boolean }) {
   return (
     <section className="panel gone" aria-labelledby="queue-gone">
       <h1 id="queue-gone">This queue is gone</h1>
       <p>There is no such annotation queue in {projectId}: it was deleted, or the link is wrong. Nothing more can be annotated in it.</p>
+      <p>{annotator ? <Link {...links.mine()}>Back to My queues</Link> : <Link {...links.project(projectId)}>Back to {projectId}</Link>}</p>
+    </section>
+  );
+}
+
+/** The server refused the queue to the caller (an assigned queue that does not name them, or not their entity). */
+function QueueRefused({ reason }: { reason: string }) {
+  return (
+    <section className="panel gone" aria-labelledby="queue-refused">
+      <h1 id="queue-refused">You cannot annotate this queue</h1>
+      <p className="error" role="alert">
+        {reason}
+      </p>
       <p>
-        <Link {...links.project(projectId)}>Back to {projectId}</Link>
+        <Link {...links.mine()}>See the queues open to you</Link>
       </p>
     </section>
   );

@@ -8,6 +8,7 @@ import { READ_ONLY_REASON, type Access } from '../project/ReadOnlyNote.tsx';
 import { SpecSection } from '../project/SpecSection.tsx';
 import { Link } from '@tanstack/react-router';
 import { links } from '../routes.ts';
+import { NotForAnnotators } from './NotForAnnotators.tsx';
 import type { PageProps } from './page-props.ts';
 import '../project/project.css';
 
@@ -26,6 +27,7 @@ export function ProjectPage({ client, session, projectId }: PageProps) {
   // Until the caller's role is read, nothing offers to write (and nothing says why yet).
   const reason = !me.isSuccess || writable ? null : role ? READ_ONLY_REASON : NOT_A_MEMBER;
   const access = (section: string): Access => ({ writable, reason, noteId: `read-only-${section}` });
+  if (role === 'annotator') return <NotForAnnotators />;
 
   return (
     <div className="project">

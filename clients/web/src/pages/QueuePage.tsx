@@ -16,6 +16,7 @@ import { QueueSettings } from '../queue/QueueSettings.tsx';
 import { Link } from '@tanstack/react-router';
 import { UserNamesProvider } from '../users/UserNames.tsx';
 import { links } from '../routes.ts';
+import { NotForAnnotators } from './NotForAnnotators.tsx';
 import type { QueuePageProps } from './page-props.ts';
 import '../annotate/annotate.css';
 import '../queue/queue.css';
@@ -27,8 +28,15 @@ import '../project/project.css';
  * reload), its rules (members write them, viewers read them, annotators are not shown them), and
  * its items with every annotator's values. Viewers read all of it.
  */
-export function QueuePage({ client, session, projectId, queueId }: QueuePageProps) {
+export function QueuePage(props: QueuePageProps) {
+  const me = useQuery(meQuery(props.client, props.session));
+  if (roleIn(me.data, props.projectId) === 'annotator') return <NotForAnnotators />;
+  return <QueueOverview {...props} />;
+}
+
+function QueueOverview({ client, session, projectId, queueId }: QueuePageProps) {
   const me = useQuery(meQuery(client, session));
+  const writable = canWrite(roleIn(me.data, projectId));
   const queue = useQuery(queueQuery(client, session, projectId, queueId));
   const stats = useQuery(queueStatsQuery(client, session, projectId, queueId));
   const specs = useQuery({ ...rubricQuery(client, session, projectId, queue.data?.scorer_refs ?? []), enabled: queue.isSuccess });
@@ -51,7 +59,6 @@ export function QueuePage({ client, session, projectId, queueId }: QueuePageProp
   const queueData = queue.data;
   const meId = me.data?.user_id;
   const role = roleIn(me.data, projectId);
-  const writable = canWrite(role);
   return (
     <UserNamesProvider client={client} session={session} projectId={projectId}>
       <div className="queue-page">
@@ -82,11 +89,11 @@ export function QueuePage({ client, session, projectId, queueId }: QueuePageProp
         ) : stats.isError ? (
           <p className="error" role="alert">{messageOf(stats.error)}</p>
         ) : null}
-        <QueueSettings queue={queueData} specs={specs.data ?? []} />
+        <QueueSettings queue={queueData} specs={specs.data ?? []} meId={meId} />
         {role && role !== 'annotator' ? (
           <RuleSection client={client} session={session} projectId={projectId} queueId={queueId} access={{ writable, reason: writable ? null : READ_ONLY_REASON, noteId: 'read-only-rules' }} />
         ) : null}
-        <ItemsList client={client} session={session} projectId={projectId} queueId={queueId} specs={specsOfValues} stats={stats.data} meId={meId} onOpen={(item) => setOpened(item.call_id)} />
+        <ItemsList client={client} session={session} projectId={projectId} queueId={queueId} specs={specsOfValues} stats={stats.data} meId={meId} canAssign={writable} onOpen={(item) => setOpened(item.call_id)} />
         <ItemDialog client={client} session={session} projectId={projectId} queueId={queueId} specs={specsOfValues} meId={meId} callId={opened} onClose={() => setOpened(null)} />
       </div>
     </UserNamesProvider>

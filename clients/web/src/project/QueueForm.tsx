@@ -1,11 +1,13 @@
 import { useId, useState, type FormEvent } from 'react';
-import type { ProjectQueue, ProjectSpec, QueueFields } from './project-queries.ts';
+import type { ProjectMember, ProjectQueue, ProjectSpec, QueueFields } from './project-queries.ts';
 import type { Refusal } from './refusal.ts';
 import { useRefusalFields } from './refusal-fields.tsx';
+import { AssigneePicker } from './AssigneePicker.tsx';
 import { SpecLabel } from './SpecLabel.tsx';
 
-export const QUEUE_FIELDS = ['name', 'description', 'scorer_refs', 'annotations_per_item', 'lease_seconds'] as const;
-const DEFAULTS = { annotationsPerItem: '1', leaseSeconds: '900' };
+export const QUEUE_FIELDS = ['name', 'description', 'scorer_refs', 'annotations_per_item', 'lease_seconds', 'access', 'assignees', 'overlap_coverage'] as const;
+const DEFAULTS = { annotationsPerItem: '1', leaseSeconds: '900', overlapCoverage: '1' };
+type Access = NonNullable<QueueFields['access']>;
 
 /**
  * The fields an edit changed, as the queue was when the form opened: an update sends only those
@@ -19,12 +21,14 @@ export function changedFields(queue: ProjectQueue, fields: QueueFields): Partial
 
 /**
  * A queue's settings: name, description, scorer specs (chosen among the project's specs),
- * annotations per item and lease. Creates a queue, or edits `queue` when given. The server checks
- * every value; its refusal is shown at the field it names.
+ * annotations per item, overlap coverage, lease, and who may work it (access and assignees, picked
+ * by name among the entity's members). Creates a queue, or edits `queue` when given. The server
+ * checks every value; its refusal is shown at the field it names.
  */
 export function QueueForm({
   queue,
   specs,
+  members,
   busy,
   refusal,
   onSubmit,
@@ -32,6 +36,8 @@ export function QueueForm({
 }: {
   queue: ProjectQueue | null;
   specs: ProjectSpec[];
+  /** The entity's members, or undefined while they are read. */
+  members: ProjectMember[] | undefined;
   busy: boolean;
   refusal: Refusal | null;
   onSubmit: (fields: QueueFields) => void;
@@ -43,6 +49,9 @@ export function QueueForm({
   const [refs, setRefs] = useState<string[]>(queue?.scorer_refs ?? []);
   const [perItem, setPerItem] = useState(String(queue?.annotations_per_item ?? DEFAULTS.annotationsPerItem));
   const [lease, setLease] = useState(String(queue?.lease_seconds ?? DEFAULTS.leaseSeconds));
+  const [coverage, setCoverage] = useState(String(queue?.overlap_coverage ?? DEFAULTS.overlapCoverage));
+  const [access, setAccess] = useState<Access>(queue?.access ?? 'open');
+  const [assignees, setAssignees] = useState<string[]>(queue?.assignees ?? []);
 
   // A ref the queue holds that the project no longer lists still shows, so that saving keeps it.
   const known = new Set(specs.map((spec) => spec.ref));
@@ -59,6 +68,10 @@ export function QueueForm({
       // An unreadable number goes to the server as is, which says what is wrong with it.
       annotations_per_item: Number(perItem),
       lease_seconds: Number(lease),
+      overlap_coverage: Number(coverage),
+      access,
+      // In code-unit order, as the server answers them: an edit that changes nobody sends nothing.
+      assignees: [...assignees].sort(),
     });
   };
 
@@ -114,6 +127,27 @@ export function QueueForm({
           {fieldError('lease_seconds')}
         </div>
       </div>
+      <div className="field">
+        <label htmlFor={`${id}-coverage`}>Overlap coverage</label>
+        <input id={`${id}-coverage`} type="number" min={0} max={1} step={0.05} value={coverage} onChange={(event) => setCoverage(event.target.value)} {...marks('overlap_coverage', `${id}-coverage-about`)} />
+        <p id={`${id}-coverage-about`} className="field-about">
+          The share of items (0 to 1) that get all the annotations per item; every other item gets one. 1 is every item, 0.2 a fifth of them.
+        </p>
+        {fieldError('overlap_coverage')}
+      </div>
+      <fieldset className="field access-choices" {...marks('access')}>
+        <legend>Who may annotate</legend>
+        <label className="check">
+          <input type="radio" name={`${id}-access`} value="open" checked={access === 'open'} onChange={() => setAccess('open')} />
+          Everyone who annotates in the project
+        </label>
+        <label className="check">
+          <input type="radio" name={`${id}-access`} value="assigned" checked={access === 'assigned'} onChange={() => setAccess('assigned')} />
+          Only the assignees
+        </label>
+        {fieldError('access')}
+      </fieldset>
+      <AssigneePicker members={members} chosen={assignees} onChange={setAssignees} invalid={marks('assignees')} error={fieldError('assignees')} />
       {formError}
       <div className="actions">
         <button type="submit" disabled={busy}>

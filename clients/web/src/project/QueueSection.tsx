@@ -10,7 +10,7 @@ import { Link } from '@tanstack/react-router';
 import { links } from '../routes.ts';
 import { ConfirmDelete } from './ConfirmDelete.tsx';
 import { Modal } from './Modal.tsx';
-import { projectQueuesQuery, projectSpecsQuery, QUEUE_LIST_LIMIT, type ProjectQueue, type ProjectSpec, type QueueFields } from './project-queries.ts';
+import { projectMembersQuery, projectQueuesQuery, projectSpecsQuery, QUEUE_LIST_LIMIT, type ProjectQueue, type ProjectSpec, type QueueFields } from './project-queries.ts';
 import { changedFields, QueueForm, QUEUE_FIELDS } from './QueueForm.tsx';
 import { QueueProgressBar } from './QueueProgressBar.tsx';
 import { ReadOnlyNote, writeControl, type Access } from './ReadOnlyNote.tsx';
@@ -28,6 +28,8 @@ export function QueueSection({ client, session, projectId, access, onNotice }: {
   const queues = useQuery(projectQueuesQuery(client, session, projectId));
   const specs = useQuery(projectSpecsQuery(client, session, projectId));
   const [editing, setEditing] = useState<Editing>(null);
+  // The people to assign are read when the form opens (the form is for members and admins only).
+  const members = useQuery({ ...projectMembersQuery(client, session, projectId), enabled: editing !== null });
   const [refusal, setRefusal] = useState<Refusal | null>(null);
   const [deleting, setDeleting] = useState<ProjectQueue | null>(null);
   const [deleteFailure, setDeleteFailure] = useState<string>();
@@ -140,6 +142,7 @@ export function QueueSection({ client, session, projectId, access, onNotice }: {
             key={editing.queue?.id ?? 'new'}
             queue={editing.queue}
             specs={specList}
+            members={members.isError ? [] : members.data}
             busy={save.isPending}
             refusal={refusal}
             onSubmit={(fields) => {
@@ -218,7 +221,9 @@ function QueueCard({
           ? queue.scorer_refs.map((ref) => byRef.get(ref)?.name ?? ref).join(', ')
           : 'note and reaction only'}
         {' · '}
-        {queue.annotations_per_item} {queue.annotations_per_item === 1 ? 'annotation' : 'annotations'} per item · lease {queue.lease_seconds} s
+        {queue.annotations_per_item} {queue.annotations_per_item === 1 ? 'annotation' : 'annotations'} per item
+        {queue.overlap_coverage < 1 ? ` on ${Math.round(queue.overlap_coverage * 100)} % of items` : ''} · lease {queue.lease_seconds} s ·{' '}
+        {queue.access === 'assigned' ? `assigned to ${queue.assignees.length} ${queue.assignees.length === 1 ? 'person' : 'people'}` : 'open to every annotator'}
       </p>
       {stats.isError ? (
         <p className="error">{messageOf(stats.error)}</p>

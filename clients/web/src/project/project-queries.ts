@@ -43,3 +43,12 @@ export const projectCallsQuery = (client: LoupeClient, session: number, projectI
     initialPageParam: null as string | null,
     getNextPageParam: (page) => page.next_cursor,
   });
+
+export type ProjectMember = RouterOutputs['projects']['members']['members'][number];
+
+/** The members of the project's entity with their roles (the people a queue may be assigned to are among them). */
+export const projectMembersQuery = (client: LoupeClient, session: number, projectId: string) =>
+  queryOptions({
+    queryKey: ['session', session, 'project-members', projectId],
+    queryFn: async () => (await client.projects.members.query({ project_id: projectId })).members,
+  });

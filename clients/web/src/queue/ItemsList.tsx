@@ -4,6 +4,7 @@ import { useEffect, useId, useMemo, useRef, useState } from 'react';
 import { messageOf } from '../api.ts';
 import type { QueueItem, QueueStats } from '../annotate/annotate-queries.ts';
 import { Annotator } from './Annotator.tsx';
+import { AssignItems } from './AssignItems.tsx';
 import { ScrollTable } from './ScrollTable.tsx';
 import { byCodePoint, valuesByCall, type SpecOfValues } from './annotator-values.ts';
 import { queueItemsQuery, type ItemAnnotations, type ItemSort, type ItemState } from './queue-queries.ts';
@@ -27,14 +28,17 @@ type Props = {
   specs: SpecOfValues[];
   stats: QueueStats | undefined;
   meId: string | undefined;
+  /** Whether the caller may assign items to people (members and admins): items can then be selected. */
+  canAssign: boolean;
   onOpen: (item: QueueItem) => void;
 };
 
 /**
  * The queue's items, a page at a time ("Load more" appends the next page by cursor), narrowed by
- * state and in a chosen order; each with every annotator's value per scorer spec.
+ * state and in a chosen order; each with the person it is assigned to and every annotator's value
+ * per scorer spec. Members select items to assign them to someone.
  */
-export function ItemsList({ client, session, projectId, queueId, specs, stats, meId, onOpen }: Props) {
+export function ItemsList({ client, session, projectId, queueId, specs, stats, meId, canAssign, onOpen }: Props) {
   const [state, setState] = useState<ItemState | ''>('');
   const [sortKey, setSortKey] = useState<SortKey>('added');
   const view = useMemo(() => ({ states: state ? [state] : [], sort: SORTS[sortKey].sort }), [state, sortKey]);
@@ -59,6 +63,13 @@ export function ItemsList({ client, session, projectId, queueId, specs, stats, m
   const values = useMemo(() => valuesByCall(projectId, items.data?.pages.flatMap((page) => page.records) ?? [], specs), [items.data, projectId, specs]);
   const annotations = useMemo(() => new Map(items.data?.pages.flatMap((page) => page.annotations.map((a) => [a.item_id, a] as const)) ?? []), [items.data]);
   const total = stats ? (state ? stats.by_state[state] : stats.total_items) : undefined;
+  // Selected item ids, in the order they were ticked; those no longer shown (another filter) drop out.
+  const [selected, setSelected] = useState<string[]>([]);
+  const shownIds = useMemo(() => new Set(shown.map((item) => item.id)), [shown]);
+  const selectedShown = selected.filter((itemId) => shownIds.has(itemId));
+  const select = (itemIds: string[], on: boolean) =>
+    setSelected((current) => (on ? [...current, ...itemIds.filter((itemId) => !current.includes(itemId))] : current.filter((itemId) => !itemIds.includes(itemId))));
+  const allSelected = shown.length > 0 && selectedShown.length === shown.length;
 
   return (
     <section aria-labelledby="items-title" className="queue-items">
@@ -95,18 +106,27 @@ export function ItemsList({ client, session, projectId, queueId, specs, stats, m
           <p className="count" role="status">
             {total === undefined ? `Showing ${shown.length} items` : `Showing ${shown.length} of ${total} items`}
           </p>
+          {canAssign && shown.length ? (
+            <AssignItems client={client} session={session} projectId={projectId} queueId={queueId} selected={selectedShown} onAssigned={() => setSelected([])} />
+          ) : null}
           {shown.length ? (
             <ScrollTable label="Items and their values">
               <table className="items">
                 <caption className="visually-hidden">Items of the queue, with every annotator's values</caption>
                 <thead>
                   <tr>
+                    {canAssign ? (
+                      <th scope="col" className="select">
+                        <input type="checkbox" aria-label="Select every item shown" checked={allSelected} onChange={(event) => select([...shownIds], event.target.checked)} />
+                      </th>
+                    ) : null}
                     <th scope="col" className="number">
                       <span aria-hidden="true">#</span>
                       <span className="visually-hidden">Position</span>
                     </th>
                     <th scope="col">Call</th>
                     <th scope="col">State</th>
+                    <th scope="col">Assigned to</th>
                     {specs.map((spec) => (
                       <th scope="col" key={spec.ref}>
                         {spec.name}
@@ -122,6 +142,16 @@ export function ItemsList({ client, session, projectId, queueId, specs, stats, m
                     const itemValues = values.get(item.call_id);
                     return (
                       <tr key={item.id} data-call-id={item.call_id}>
+                        {canAssign ? (
+                          <td className="select">
+                            <input
+                              type="checkbox"
+                              aria-label={`Select ${item.call_op_name} ${item.call_id}`}
+                              checked={selectedShown.includes(item.id)}
+                              onChange={(event) => select([item.id], event.target.checked)}
+                            />
+                          </td>
+                        ) : null}
                         <td className="number">{item.position_in_queue}</td>
                         <th scope="row">
                           {item.call_op_name}
@@ -131,6 +161,7 @@ export function ItemsList({ client, session, projectId, queueId, specs, stats, m
                           <span className={`state state-${item.annotation_state}`}>{STATE_LABELS[item.annotation_state]}</span>
                           <AnnotationCount counts={annotations.get(item.id)} />
                         </td>
+                        <td data-assigned>{item.assigned_user_id ? <Annotator userId={item.assigned_user_id} meId={meId} /> : <span className="muted">anyone</span>}</td>
                         {specs.map((spec) => {
                           const byWho = itemValues?.bySpec.get(spec.ref);
                           return (

@@ -10,7 +10,10 @@ const LIVE_WORDS: Record<LiveState, string> = {
   offline: 'Not updating live: reload for the latest counts',
 };
 
-/** Done / total (an item is done when as many annotators finished it as the queue asks), the items by their shown state, and each annotator's progress. */
+/**
+ * Done / total (an item is done when as many annotators finished it as the queue asks), the items
+ * by their shown state, each annotator's progress, and each assignee's (contract 5.11).
+ */
 export function QueueProgress({ stats, live, meId }: { stats: QueueStats; live: LiveState; meId: string | undefined }) {
   return (
     <section className="panel queue-progress" aria-labelledby="progress-title">
@@ -67,6 +70,35 @@ export function QueueProgress({ stats, live, meId }: { stats: QueueStats; live: 
       ) : (
         <p className="muted">No one has started on this queue yet.</p>
       )}
+      {stats.by_assignee.length ? (
+        <ScrollTable label="Progress by assignee">
+          <table className="by-assignee">
+            <caption>Progress by assignee</caption>
+            <thead>
+              <tr>
+                <th scope="col">Assignee</th>
+                <th scope="col" className="number">Items assigned</th>
+                <th scope="col" className="number">Done</th>
+                <th scope="col" className="number">In progress</th>
+                <th scope="col" className="number">Left for them</th>
+              </tr>
+            </thead>
+            <tbody>
+              {stats.by_assignee.map((row) => (
+                <tr key={row.user_id}>
+                  <th scope="row">
+                    <Annotator userId={row.user_id} meId={meId} />
+                  </th>
+                  <td className="number">{row.assigned_items}</td>
+                  <td className="number">{row.done}</td>
+                  <td className="number">{row.in_progress}</td>
+                  <td className="number">{row.remaining}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </ScrollTable>
+      ) : null}
     </section>
   );
 }

@@ -1,11 +1,12 @@
 import type { Queue, Spec } from '../annotate/annotate-queries.ts';
 import { fieldKind, type FieldKind } from '../annotate/rubric-fields.ts';
+import { Annotator } from './Annotator.tsx';
 import { scalarText } from './ValueText.tsx';
 
 const dateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
 
 /** The queue's rubric (its scorer specs, refs under "Advanced") and settings. */
-export function QueueSettings({ queue, specs }: { queue: Queue; specs: Spec[] }) {
+export function QueueSettings({ queue, specs, meId }: { queue: Queue; specs: Spec[]; meId: string | undefined }) {
   return (
     <div className="queue-about">
       <section className="panel" aria-labelledby="rubric-title">
@@ -34,7 +35,32 @@ export function QueueSettings({ queue, specs }: { queue: Queue; specs: Spec[] })
         <dl className="settings">
           <div>
             <dt>Annotations per item</dt>
-            <dd>{queue.annotations_per_item}</dd>
+            <dd>
+              {queue.annotations_per_item}
+              {queue.annotations_per_item > 1 && queue.overlap_coverage < 1 ? (
+                <span className="muted"> on {Math.round(queue.overlap_coverage * 100)} % of the items (overlap coverage {queue.overlap_coverage}); one on the others</span>
+              ) : null}
+            </dd>
+          </div>
+          <div>
+            <dt>Who may annotate</dt>
+            <dd>{queue.access === 'assigned' ? 'Only the assignees' : 'Everyone who annotates in the project'}</dd>
+          </div>
+          <div>
+            <dt>Assignees</dt>
+            <dd>
+              {queue.assignees.length ? (
+                <ul className="assignees">
+                  {queue.assignees.map((userId) => (
+                    <li key={userId}>
+                      <Annotator userId={userId} meId={meId} />
+                    </li>
+                  ))}
+                </ul>
+              ) : (
+                <span className="muted">none</span>
+              )}
+            </dd>
           </div>
           <div>
             <dt>Lease</dt>

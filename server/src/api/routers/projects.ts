@@ -1,5 +1,5 @@
-import { ProjectQueryReq, ProjectQueryRes, ProjectUsersReq, ProjectUsersRes } from '@loupe/shared';
-import { projectUsers } from '../../domain/project-users.ts';
+import { ProjectMembersReq, ProjectMembersRes, ProjectQueryReq, ProjectQueryRes, ProjectUsersReq, ProjectUsersRes } from '@loupe/shared';
+import { projectMembers, projectUsers } from '../../domain/project-users.ts';
 import { queryProjects } from '../../domain/projects.ts';
 import { protectedProcedure, router } from '../trpc.ts';
 import { projectProcedure } from '../project-procedures.ts';
@@ -26,4 +26,17 @@ export const projectsRouter = router({
     )
     .output(ProjectUsersRes)
     .query(async ({ ctx, input }) => ({ users: await projectUsers(ctx.db, input) })),
+
+  members: projectProcedure('read', ProjectMembersReq)
+    .meta(
+      rest({
+        method: 'POST',
+        path: '/projects/members',
+        tags: ['projects'],
+        summary: "The members of a project's entity with their roles",
+        description: 'For admins, members and viewers of the project (not annotators): the people a queue may be assigned to are among them. By username, at most 1,000.',
+      }),
+    )
+    .output(ProjectMembersRes)
+    .query(async ({ ctx, input }) => ({ members: await projectMembers(ctx.db, input) })),
 });
