@@ -22,8 +22,13 @@ const toDto = (row: MemberRow): Member => ({
 
 const SELECT = sql`select m.user_id, u.username, m.role, m.created_at, u.last_seen_at from memberships m join users u on u.id = m.user_id`;
 
-export async function queryMembers(db: SqlScope, entity: string): Promise<Member[]> {
-  return (await sqlRows<MemberRow>(db, sql`${SELECT} where m.entity = ${entity} order by u.username`)).map(toDto);
+/**
+ * The members of an entity, by username. An annotator, blind to other annotators (contract 5.11),
+ * sees the admins, members and viewers, and themselves among the annotators.
+ */
+export async function queryMembers(db: SqlScope, { entity, caller }: { entity: string; caller: { id: string; role: Role } }): Promise<Member[]> {
+  const blind = caller.role === 'annotator' ? sql` and (m.role <> 'annotator' or m.user_id = ${caller.id})` : sql``;
+  return (await sqlRows<MemberRow>(db, sql`${SELECT} where m.entity = ${entity}${blind} order by u.username`)).map(toDto);
 }
 
 type Change = { entity: string; userId: string; actor: NonNullable<Actor>; client: string | null };

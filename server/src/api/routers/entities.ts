@@ -37,9 +37,11 @@ export const entitiesRouter = router({
 
   members: router({
     query: entityProcedure('member', EntityReq)
-      .meta(rest({ method: 'POST', path: '/entities/{entity}/members/query', tags, summary: "The entity's members (any member)" }))
+      .meta(rest({ method: 'POST', path: '/entities/{entity}/members/query', tags, summary: "The entity's members (any member; an annotator sees no other annotator)" }))
       .output(MembersQueryRes)
-      .query(async ({ ctx, input }) => ({ members: await queryMembers(ctx.db, input.entity) })),
+      .query(async ({ ctx, input }) => ({
+        members: await queryMembers(ctx.db, { entity: input.entity, caller: { id: ctx.user.id, role: ctx.user.roles.get(input.entity)! } }),
+      })),
 
     update: entityProcedure('admin', MemberUpdateReq)
       .meta(rest({ method: 'PUT', path: '/entities/{entity}/members/{user_id}', tags, summary: "Change a member's role (admins; the last admin stays one)", answers: [404] }))
