@@ -110,7 +110,7 @@ export async function acceptInvitation(db: SqlScope, { req, signedIn, client, se
   if (newAccount && (req.username === undefined || req.password === undefined)) throw invalid('A new account needs both username and password.');
   if (!newAccount && !signedIn) throw invalid('Sign in first, or give a username and password for a new account.');
   if (req.username === 'api') throw invalid('The username "api" is reserved.');
-  if (req.password !== undefined) checkNewPassword(req.password);
+  if (req.password !== undefined) await checkNewPassword(req.password);
   // Hashed before the transaction: SQLite's one connection is not held for the time of a hash.
   const passwordHash = req.password !== undefined ? await hashPassword(req.password) : null;
   const now = new Date();

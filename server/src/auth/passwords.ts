@@ -1,5 +1,4 @@
 import { hash, verify } from '@node-rs/argon2';
-import { dictionary } from '@zxcvbn-ts/language-common';
 import { invalid } from '../domain/errors.ts';
 
 // Passwords are hashed with argon2id by @node-rs/argon2 (a maintained binding of the reference
@@ -11,18 +10,22 @@ import { invalid } from '../domain/errors.ts';
 export const MIN_PASSWORD_LENGTH = 12;
 const MAX_PASSWORD_LENGTH = 1024;
 
-let common: Set<string> | undefined;
+let common: Promise<Set<string>> | undefined;
 
-/** The common passwords of zxcvbn-ts's list (about 49,000, from breach corpora), lower-cased. */
-function commonPasswords(): Set<string> {
-  return (common ??= new Set(dictionary['passwords-common'].map((word) => word.toLowerCase())));
+/**
+ * The common passwords of zxcvbn-ts's list (about 49,000, from breach corpora), lower-cased.
+ * Loaded on first use: parsing the list takes a few hundred ms, which every start of the server
+ * and of the admin tool would pay otherwise.
+ */
+function commonPasswords(): Promise<Set<string>> {
+  return (common ??= import('@zxcvbn-ts/language-common').then(({ dictionary }) => new Set(dictionary['passwords-common'].map((word) => word.toLowerCase()))));
 }
 
 /** A new password must be at least 12 characters and not one of the common ones (400 otherwise). */
-export function checkNewPassword(password: string): void {
+export async function checkNewPassword(password: string): Promise<void> {
   if ([...password].length < MIN_PASSWORD_LENGTH) throw invalid(`The password must be at least ${MIN_PASSWORD_LENGTH} characters long.`);
   if (password.length > MAX_PASSWORD_LENGTH) throw invalid(`The password must be at most ${MAX_PASSWORD_LENGTH} characters long.`);
-  if (commonPasswords().has(password.toLowerCase())) throw invalid('The password is one of the most common passwords; choose another.');
+  if ((await commonPasswords()).has(password.toLowerCase())) throw invalid('The password is one of the most common passwords; choose another.');
 }
 
 export function hashPassword(password: string): Promise<string> {

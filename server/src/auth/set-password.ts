@@ -10,7 +10,7 @@ import { endSessionsOf } from './sessions.ts';
  * least, not a common one), stored as an argon2id hash; every session of the user ends at once.
  */
 export async function setPassword(db: SqlScope, { username, password }: { username: string; password: string }): Promise<{ user_id: string; username: string }> {
-  checkNewPassword(password);
+  await checkNewPassword(password);
   const hash = await hashPassword(password); // before the transaction: no connection is held for the time of a hash
   return sqlTransaction(db, async (tx) => {
     const [user] = await sqlRows<{ id: string }>(tx, sql`select id from users where username = ${username}`);
