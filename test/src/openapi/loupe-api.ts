@@ -503,7 +503,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** The entity's members (any member) */
+        /** The entity's members (any member; an annotator sees no other annotator) */
         post: operations["entities-members-query"];
         delete?: never;
         options?: never;
