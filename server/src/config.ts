@@ -133,6 +133,11 @@ const Env = z.object({
   LOUPE_WEBHOOK_CONCURRENCY: int(1, 1_000).default(16),
   LOUPE_WEBHOOK_POLL_MS: int(10, 600_000).default(1_000),
   LOUPE_WEBHOOK_RETENTION_DAYS: int(1, 3_650).default(7),
+  LOUPE_PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
+  LOUPE_COOKIE_SECURE: bool.default(false),
+  LOUPE_SESSION_IDLE_HOURS: int(1, 24 * 365).default(72),
+  LOUPE_SESSION_MAX_DAYS: int(1, 3_650).default(30),
+  LOUPE_PASSWORD_SIGN_IN: bool.default(true),
 });
 
 /** How long the database may take: to connect (or lend a connection), per statement, idle in a transaction (PostgreSQL). */
@@ -195,6 +200,21 @@ export type Config = {
   /** LOUPE_SECRET; when unset, the server uses the one kept in its database (db/server-secret.ts). */
   secret: string | undefined;
   webhooks: WebhookSettings;
+  people: PeopleSettings;
+};
+
+/** Sign-in and sessions (contract 5.12). */
+export type PeopleSettings = {
+  /**
+   * LOUPE_PUBLIC_URL without a trailing slash: where invitation links point; its origin is one a
+   * cookie-authenticated write may come from (besides the request's own host).
+   */
+  publicUrl: string | undefined;
+  /** Mark the session cookie Secure on every answer (else only on requests that came over HTTPS). */
+  cookieSecure: boolean;
+  sessionIdleMs: number;
+  sessionMaxMs: number;
+  passwordSignIn: boolean;
 };
 
 /** How webhook deliveries are made (contract 5.13). */
@@ -285,6 +305,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       concurrency: e.LOUPE_WEBHOOK_CONCURRENCY,
       pollMs: e.LOUPE_WEBHOOK_POLL_MS,
       retentionDays: e.LOUPE_WEBHOOK_RETENTION_DAYS,
+    },
+    people: {
+      publicUrl: e.LOUPE_PUBLIC_URL?.replace(/\/+$/, ''),
+      cookieSecure: e.LOUPE_COOKIE_SECURE,
+      sessionIdleMs: e.LOUPE_SESSION_IDLE_HOURS * 3_600_000,
+      sessionMaxMs: e.LOUPE_SESSION_MAX_DAYS * 86_400_000,
+      passwordSignIn: e.LOUPE_PASSWORD_SIGN_IN,
     },
   };
 }

@@ -15,3 +15,4 @@ export { MemoryFailureCounts } from './auth/brake-memory.ts';
 export { PostgresFailureCounts } from './auth/brake-postgres.ts';
 export { openApiDocument } from './api/openapi.ts';
 export { webApp } from './http/web-app.ts';
+export { setPassword } from './auth/set-password.ts';

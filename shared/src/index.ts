@@ -14,3 +14,4 @@ export * from './agreement.ts';
 export * from './queue-events.ts';
 export * from './queue-rules.ts';
 export * from './webhooks.ts';
+export * from './people.ts';

@@ -6,9 +6,11 @@ import { secretMasker } from '../db/database-url.ts';
 import { unitOfWork, migrate, openDatabase, type Orm } from '../db/orm.ts';
 import { AdminError, addMember, createKey, createUser, listKeys, revokeKey } from './commands.ts';
 import { loadDemo } from './demo.ts';
+import { setPassword } from '../auth/set-password.ts';
 
 const USAGE = `usage: npm run --silent admin -- <command>
   users create <username> [--entity <entity>] [--role admin|member|annotator|viewer] [--json]
+  users set-password <username> [--json]   (reads the password from standard input)
   keys create <username> [--json]
   keys list <username> [--json]
   keys revoke <key-id> [--json]
@@ -71,6 +73,17 @@ function parse(argv: string[]): { command: Command; json: boolean } | 'help' {
             value: { user_id, username: created.username, api_key },
             human: `created user ${created.username} (${user_id})\nAPI key (shown once): ${api_key}\nkey id: ${created.key_id}`,
           };
+        }),
+      };
+    }
+    case 'users set-password': {
+      const [username] = args(1) as [string];
+      return {
+        json,
+        command: command(async (orm) => {
+          const password = await passwordFromStdin();
+          const set = await setPassword(orm.em, { username, password });
+          return { value: set, human: `password set for ${set.username}; their sessions have ended` };
         }),
       };
     }
@@ -139,6 +152,22 @@ function parse(argv: string[]): { command: Command; json: boolean } | 'help' {
     default:
       throw new UsageError(name ? `unknown command "${positionals.join(' ')}"` : 'no command given');
   }
+}
+
+/**
+ * The password on standard input: its first line (a trailing newline is not part of it), so that
+ * `printf '%s' "$PASSWORD" | ...`, `echo "$PASSWORD" | ...` and a typed line all work.
+ */
+async function passwordFromStdin(): Promise<string> {
+  if (process.stdin.isTTY) process.stderr.write('password: ');
+  let text = '';
+  for await (const chunk of process.stdin) {
+    text += String(chunk);
+    if (text.includes('\n') || text.length > 4096) break;
+  }
+  const line = text.split(/\r?\n/)[0] ?? '';
+  if (!line) throw new AdminError('no password on standard input');
+  return line;
 }
 
 // Nothing the tool prints shows the database password (see database-url.ts).

@@ -89,7 +89,7 @@ async function annotator(em: Em, username: string): Promise<AuthUser> {
     user = await em.findOneOrFail(User, { username });
   }
   const memberships = await em.find(Membership, { userId: user.id });
-  return { id: user.id, username, keyId: `demo-loader-${username}`, roles: new Map(memberships.map((m) => [m.entity, m.role as 'member'])) };
+  return { id: user.id, username, keyId: `demo-loader-${username}`, via: 'key', roles: new Map(memberships.map((m) => [m.entity, m.role as 'member'])) };
 }
 
 async function queueNamed(em: Em, user: AuthUser, name: string, fields: { scorer_refs: string[]; description: string; annotations_per_item?: number }): Promise<string> {

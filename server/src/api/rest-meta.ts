@@ -1,7 +1,7 @@
 import type { OpenApiMeta } from 'trpc-to-openapi';
 
 /** Statuses only some operations answer; every other status follows from the operation's kind. */
-type OwnStatus = 304 | 404 | 409 | 413;
+type OwnStatus = 304 | 401 | 403 | 404 | 409 | 413 | 429;
 
 type RestOperation = {
   method: 'GET' | 'POST' | 'PUT' | 'DELETE';
@@ -13,7 +13,8 @@ type RestOperation = {
   public?: true;
   /**
    * 404 where the request names a record that may not exist; 409 where a client id may clash; 413
-   * where a read without a body names a record larger than an answer may hold.
+   * where a read without a body names a record larger than an answer may hold; 401, 403 and 429
+   * where a public operation checks credentials of its own (sign-in, accepting an invitation).
    */
   answers?: OwnStatus[];
 };

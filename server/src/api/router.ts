@@ -1,5 +1,7 @@
 import type { inferRouterInputs, inferRouterOutputs } from '@trpc/server';
 import { annotationQueuesRouter } from './routers/annotation-queues.ts';
+import { authRouter } from './routers/auth.ts';
+import { entitiesRouter } from './routers/entities.ts';
 import { annotationSpecsRouter } from './routers/annotation-specs.ts';
 import { callsRouter } from './routers/calls.ts';
 import { feedbackRouter } from './routers/feedback.ts';
@@ -12,6 +14,8 @@ import { createCallerFactory, router } from './trpc.ts';
 export const appRouter = router({
   annotationQueues: annotationQueuesRouter,
   annotationSpecs: annotationSpecsRouter,
+  auth: authRouter,
+  entities: entitiesRouter,
   calls: callsRouter,
   feedback: feedbackRouter,
   me: meRouter,

@@ -28,5 +28,5 @@ export async function authenticate(db: SqlScope, credentials: Credentials): Prom
   }
   const roles = new Map<string, Role>();
   for (const row of rows) if (row.entity && row.role) roles.set(row.entity, row.role);
-  return { id: first.user_id, username: first.username, keyId: first.key_id, roles };
+  return { id: first.user_id, username: first.username, keyId: first.key_id, via: 'key', roles };
 }

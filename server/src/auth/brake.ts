@@ -41,6 +41,19 @@ export class AuthBrake {
   current(client: string): Promise<number> {
     return this.#counts.current(client);
   }
+
+  /**
+   * Whether a client is over the limit already, to refuse a try before it costs anything (a
+   * password hash). When the count cannot be read, the brake opens (false).
+   */
+  async isBraked(client: string): Promise<boolean> {
+    try {
+      return (await this.#counts.current(client)) >= this.#limit;
+    } catch (error) {
+      this.#log.warn({ err: error }, 'failed-authentication brake: could not read a count; not braking');
+      return false;
+    }
+  }
 }
 
 /**

@@ -13,6 +13,10 @@ export const User = defineEntity({
   properties: {
     id: p.text().primary(),
     username: p.text().unique(),
+    /** argon2id (auth/passwords.ts); null: the user signs in by other means (a key, single sign-on). */
+    passwordHash: p.text().nullable(),
+    /** The last sign-in or session activity (kept to the minute). */
+    lastSeenAt: p.datetime().nullable(),
     createdAt: p.datetime(),
   },
 });
@@ -25,6 +29,8 @@ export const ApiKey = defineEntity({
     userId: p.text(),
     /** SHA-256 of the whole key, hex; the key itself is never stored. */
     keyHash: p.text().unique(),
+    /** What its owner calls it (keys made by the admin tool have none). */
+    name: p.text().nullable(),
     createdAt: p.datetime(),
     revokedAt: p.datetime().nullable(),
   },
@@ -397,11 +403,69 @@ export const WebhookDeliveryRecord = defineEntity({
   ],
 });
 
+/** A signed-in person's session (contract 5.12): only the SHA-256 of its token is stored. */
+export const SessionRecord = defineEntity({
+  name: 'SessionRecord',
+  tableName: 'sessions',
+  properties: {
+    id: p.text().primary(),
+    tokenHash: p.text().unique(),
+    userId: p.text(),
+    clientAddress: p.text().nullable(),
+    createdAt: p.datetime(),
+    /** Kept to the minute: the idle expiry counts from it. */
+    lastSeenAt: p.datetime(),
+    /** The absolute end (LOUPE_SESSION_MAX_DAYS after sign-in). */
+    expiresAt: p.datetime(),
+  },
+  indexes: [{ name: 'sessions_user_idx', properties: ['userId'] }],
+});
+
+/** An invitation to join an entity with a role (contract 5.12); only the SHA-256 of its token is stored. */
+export const InvitationRecord = defineEntity({
+  name: 'InvitationRecord',
+  tableName: 'invitations',
+  properties: {
+    id: p.text().primary(),
+    entity: p.text(),
+    role: p.text(),
+    tokenHash: p.text().unique(),
+    email: p.text().nullable(),
+    createdBy: p.text(),
+    createdAt: p.datetime(),
+    expiresAt: p.datetime(),
+    revokedAt: p.datetime().nullable(),
+    revokedBy: p.text().nullable(),
+    acceptedAt: p.datetime().nullable(),
+    acceptedBy: p.text().nullable(),
+  },
+  indexes: [{ name: 'invitations_entity_idx', properties: ['entity', 'createdAt'] }],
+});
+
+/** One line of an entity's audit log (contract 5.12); `entity` is null for a failed sign-in of an unknown username. */
+export const AuditEventRecord = defineEntity({
+  name: 'AuditEventRecord',
+  tableName: 'audit_events',
+  properties: {
+    id: p.text().primary(),
+    entity: p.text().nullable(),
+    action: p.text(),
+    actorUserId: p.text().nullable(),
+    actorUsername: p.text().nullable(),
+    subjectUserId: p.text().nullable(),
+    detail: p.json<Record<string, unknown>>().nullable(),
+    clientAddress: p.text().nullable(),
+    createdAt: p.datetime(),
+  },
+  indexes: [{ name: 'audit_events_entity_idx', properties: ['entity', 'createdAt', 'id'] }],
+});
+
 /** The entities of a dialect's schema. */
 export function entitiesOf(dialect: 'sqlite' | 'postgresql') {
   const shared = [
     User, ApiKey, EntityRecord, Membership, Project, Call, AnnotationSpecRecord, AnnotationQueueRecord, AnnotationQueueAssigneeRecord, AnnotationQueueItemRecord,
     AnnotationItemProgressRecord, FeedbackRecord, ServerSecret, QueueRuleRecord, QueueRuleDayRecord, WebhookRecord, WebhookEventRecord, WebhookDeliveryRecord,
+    SessionRecord, InvitationRecord, AuditEventRecord,
   ];
   return dialect === 'postgresql' ? [...shared, AuthFailureRecord] : shared;
 }

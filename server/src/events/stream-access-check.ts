@@ -29,12 +29,22 @@ export function checkStreamAccessPeriodically(db: SqlScope, slots: StreamSlots, 
 }
 
 /** One check of every open stream; resolves with how many it ended. */
+const SESSION_PREFIX = 'session:';
+
 export async function checkStreamAccess(db: SqlScope, slots: StreamSlots): Promise<number> {
   const streams = slots.streams();
   if (streams.length === 0) return 0;
-  const keyIds = [...new Set(streams.map((stream) => stream.keyId))];
-  // Live keys only, with their user's roles by entity.
+  const ids = [...new Set(streams.map((stream) => stream.keyId))];
+  // A stream opened with a session cookie is named `session:<id>` (auth/sessions.ts).
+  const keyIds = ids.filter((id) => !id.startsWith(SESSION_PREFIX));
+  const sessionIds = ids.filter((id) => id.startsWith(SESSION_PREFIX)).map((id) => id.slice(SESSION_PREFIX.length));
+  // Live keys and sessions only, with their user's roles by entity.
   const roles = new Map<string, Map<string, Role>>();
+  const keep = (id: string, entity: string | null, role: string | null) => {
+    const byEntity = roles.get(id) ?? new Map<string, Role>();
+    roles.set(id, byEntity);
+    if (entity && role) byEntity.set(entity, role as Role);
+  };
   for (let i = 0; i < keyIds.length; i += KEYS_PER_QUERY) {
     const chunk = keyIds.slice(i, i + KEYS_PER_QUERY);
     const rows = await typedKysely(db)
@@ -44,18 +54,25 @@ export async function checkStreamAccess(db: SqlScope, slots: StreamSlots): Promi
       .where('k.revoked_at', 'is', null)
       .where('k.id', 'in', chunk)
       .execute();
-    for (const row of rows) {
-      const byEntity = roles.get(row.id) ?? new Map<string, Role>();
-      roles.set(row.id, byEntity);
-      if (row.entity && row.role) byEntity.set(row.entity, row.role as Role);
-    }
+    for (const row of rows) keep(row.id, row.entity, row.role);
+  }
+  for (let i = 0; i < sessionIds.length; i += KEYS_PER_QUERY) {
+    const chunk = sessionIds.slice(i, i + KEYS_PER_QUERY);
+    const rows = await typedKysely(db)
+      .selectFrom('sessions as s')
+      .leftJoin('memberships as m', 'm.user_id', 's.user_id')
+      .select(['s.id', 'm.entity', 'm.role'])
+      .where('s.expires_at', '>', new Date())
+      .where('s.id', 'in', chunk)
+      .execute();
+    for (const row of rows) keep(SESSION_PREFIX + row.id, row.entity, row.role);
   }
   let ended = 0;
   for (const stream of streams) {
     const byEntity = roles.get(stream.keyId);
     try {
-      if (!byEntity) throw new DomainError('unauthenticated', 'The API key of this event stream was revoked.');
-      requireProjectAccess({ id: '', username: '', keyId: stream.keyId, roles: byEntity }, stream.projectId, stream.access);
+      if (!byEntity) throw new DomainError('unauthenticated', 'The API key or session of this event stream was revoked or ended.');
+      requireProjectAccess({ id: '', username: '', keyId: stream.keyId, via: 'key', roles: byEntity }, stream.projectId, stream.access);
     } catch (error) {
       stream.fail(error as DomainError);
       ended++;

@@ -5,6 +5,7 @@ import { authenticate } from '../auth/authenticate.ts';
 import type { AuthUser } from '../domain/auth-user.ts';
 import { parseAuthorization } from '../auth/credentials.ts';
 import { DomainError } from '../domain/errors.ts';
+import { cookieUser } from '../auth/cookie-session.ts';
 import { leaveBodyUnread, sendError, sendFailure } from './errors.ts';
 import { carriesBody, onTypedDoor } from './request-kind.ts';
 import { MAX_TRPC_BATCH, type RouteTable } from './route-table.ts';
@@ -89,6 +90,11 @@ export async function authenticateRequest(services: Services, req: Request, res:
 
 async function authenticated(services: Services, req: Request): Promise<AuthUser> {
   const header = req.headers.authorization;
+  // A request with an Authorization header is a program's: its key decides, whatever cookie it carries.
+  if (header === undefined) {
+    const session = await cookieUser(services.orm.em, req, services.config.people);
+    if (session) return session;
+  }
   const credentials = parseAuthorization(header);
   const user = credentials ? await authenticate(services.orm.em, credentials) : null;
   if (user) return user;
@@ -104,6 +110,6 @@ async function authenticated(services: Services, req: Request): Promise<AuthUser
     'unauthenticated',
     credentials
       ? 'The API key is unknown or revoked, or does not belong to that username.'
-      : 'Credentials are required: Authorization: Basic base64(<username>:<api key>) or Bearer <api key>.',
+      : 'Credentials are required: Authorization: Basic base64(<username>:<api key>) or Bearer <api key>, or a session cookie (POST /auth/sign-in).',
   );
 }

@@ -160,6 +160,19 @@ describeEachBackend('admin command-line tool', (backend) => {
     expect((await body('/feedback/query', { project_id, limit: 1000 })).result).toHaveLength(before.result.length);
   });
 
+  it('users set-password reads the password from standard input; the user then signs in with it', async () => {
+    const password = 'a long enough passphrase';
+    const run = await runProcess(process.execPath, [CLI, 'users', 'set-password', 'alice', '--json'], { DATABASE_URL: database.url, LOUPE_LOG_LEVEL: 'silent' }, { stdin: `${password}\n` });
+    expect(jsonLine(run)).toEqual({ user_id: alice.user_id, username: 'alice' });
+    const weak = await runProcess(process.execPath, [CLI, 'users', 'set-password', 'alice'], { DATABASE_URL: database.url, LOUPE_LOG_LEVEL: 'silent' }, { stdin: 'password1234\n' });
+    expect(weak.code).toBe(1);
+    expect(weak.stderr).toContain('one of the most common passwords');
+    server ??= await startServer(loadConfig({ DATABASE_URL: database.url, PORT: '0', LOUPE_LOG_LEVEL: 'silent', LOUPE_CATALOG_WATCH: 'false' }));
+    const signIn = await rest(server, 'POST', '/auth/sign-in', { body: { username: 'alice', password } });
+    expect(signIn.status, signIn.text).toBe(200);
+    expect(signIn.body.user).toMatchObject({ user_id: alice.user_id, username: 'alice' });
+  });
+
   it('migrate --json reports nothing to apply on an up-to-date database', async () => {
     const run = await admin('migrate', '--json');
     expect(run.code, run.stderr).toBe(0);

@@ -6,6 +6,7 @@ import { client, createUser, rest, type CreatedKeyForTest } from '../harness/htt
 import { addItems, claim, createCalls, createQueue, progress, projectQuery, queryItems } from '../harness/queues.ts';
 import { startTestServer, type TestServer } from '../harness/server.ts';
 import { operationTemplate } from '../harness/operation-paths.ts';
+import { setPassword } from '@loupe/server';
 
 // The annotator role (contract 5.11) through every door: an annotator tries each operation of the
 // API document. They claim, annotate and post progress in the queues open to them (open queues,
@@ -75,6 +76,14 @@ describeEachBackend('the annotator role on every operation', (backend) => {
     const hook = { project_id: PROJECT, url: 'http://127.0.0.1:9/hook', events: ['*'] };
     const webhook = (await as(owner, 'POST', '/webhooks', hook)).body.webhook.id as string;
     const delivery = (await as(owner, 'POST', `/webhooks/${webhook}/test`, { project_id: PROJECT })).body.delivery.id as string;
+    // People (contract 5.12): the annotator has a password and a second key of their own; an admin
+    // of another entity invites a new account.
+    const password = 'annotator passphrase 1';
+    await setPassword(server.server.services.orm.em, { username: annotator.username, password });
+    const ownKey = (await as(annotator, 'POST', '/me/api-keys', { name: 'second' })).body.api_key.id as string;
+    const elsewhere = await createUser(server, { entity: 'blind-elsewhere', role: 'admin' });
+    const invitationUrl = (await as(elsewhere, 'POST', '/entities/blind-elsewhere/invitations', { role: 'member' })).body.invitation.url as string;
+    const token = new URL(invitationUrl).hash.replace('#token=', '');
     requests = [
       { method: 'POST', path: '/calls/batch/create', body: { batch: [{ project_id: PROJECT, id: `x-${randomUUID()}`, op_name: 'chat', started_at: '2026-01-01T00:00:00.000Z' }] }, expect: 'refused', why: 'stores calls' },
       { method: 'GET', path: `/calls/c1?${q}`, expect: 'allowed', why: 'the call of an item of an open queue' },
@@ -129,6 +138,19 @@ describeEachBackend('the annotator role on every operation', (backend) => {
       { method: 'POST', path: '/projects/members', body: { project_id: PROJECT }, expect: 'refused', why: 'managing queues' },
       { method: 'POST', path: '/projects/query', body: {}, expect: 'allowed', why: 'their projects' },
       { method: 'GET', path: '/me', expect: 'allowed', why: 'themselves' },
+      { method: 'POST', path: '/auth/sign-in', body: { username: annotator.username, password }, expect: 'allowed', why: 'signs in' },
+      { method: 'POST', path: '/auth/sign-out', body: {}, expect: 'allowed', why: 'signs out (no session with a key)' },
+      { method: 'POST', path: '/auth/accept-invitation', body: { token, username: `fresh${process.pid}`, password: 'a new passphrase 2' }, expect: 'allowed', why: 'public' },
+      { method: 'POST', path: `/entities/${ENTITY}/invitations`, body: { role: 'annotator' }, expect: 'refused', why: 'invites' },
+      { method: 'POST', path: `/entities/${ENTITY}/invitations/query`, body: {}, expect: 'refused', why: "invitations are admins' business" },
+      { method: 'DELETE', path: `/entities/${ENTITY}/invitations/none`, expect: 'refused', why: 'revokes an invitation' },
+      { method: 'POST', path: `/entities/${ENTITY}/members/query`, body: {}, expect: 'allowed', why: 'the members, no other annotator among them' },
+      { method: 'PUT', path: `/entities/${ENTITY}/members/${other.user_id}`, body: { role: 'member' }, expect: 'refused', why: 'changes a role' },
+      { method: 'DELETE', path: `/entities/${ENTITY}/members/${other.user_id}`, expect: 'refused', why: 'removes a member' },
+      { method: 'POST', path: `/entities/${ENTITY}/audit/query`, body: {}, expect: 'refused', why: "the audit log is admins' business" },
+      { method: 'POST', path: '/me/api-keys', body: { name: 'third' }, expect: 'allowed', why: 'their own key' },
+      { method: 'POST', path: '/me/api-keys/query', body: {}, expect: 'allowed', why: 'their own keys' },
+      { method: 'DELETE', path: `/me/api-keys/${ownKey}`, expect: 'allowed', why: 'revokes their own key' },
       { method: 'GET', path: '/inference/router/partner/models', expect: 'allowed', why: 'public' },
     ];
   });

@@ -164,11 +164,14 @@ export type ProcessRun = { code: number | null; stdout: string; stderr: string }
 
 /**
  * Runs a command from the repository root to its end and collects what it printed. `env` is the
- * whole environment when `replaceEnv` is set, else it is added to this process's.
+ * whole environment when `replaceEnv` is set, else it is added to this process's; `stdin` is
+ * written to its standard input (else it is empty).
  */
-export function runProcess(command: string, args: string[], env: Record<string, string | undefined>, { replaceEnv = false } = {}): Promise<ProcessRun> {
+export function runProcess(command: string, args: string[], env: Record<string, string | undefined>, { replaceEnv = false, stdin }: { replaceEnv?: boolean; stdin?: string } = {}): Promise<ProcessRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: REPO_ROOT, env: replaceEnv ? env : { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, args, { cwd: REPO_ROOT, env: replaceEnv ? env : { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    child.stdin.on('error', () => {}); // a child that exits without reading it (EPIPE) is no failure
+    child.stdin.end(stdin ?? ''); // without stdin, an empty one: read at once to its end
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));

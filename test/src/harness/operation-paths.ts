@@ -13,5 +13,9 @@ export function operationTemplate(path: string): string {
   if (parts[1] === 'calls' && parts.length === 3 && parts[2] !== 'query') names[2] = '{call_id}';
   if (parts[1] === 'webhooks' && parts.length > 2 && parts[2] !== 'query') names[2] = '{id}';
   if (parts[1] === 'webhooks' && parts[3] === 'deliveries' && parts.length > 5) names[4] = '{delivery_id}';
+  if (parts[1] === 'entities' && parts.length > 2) names[2] = '{entity}';
+  if (parts[1] === 'entities' && parts[3] === 'invitations' && parts.length > 4 && parts[4] !== 'query') names[4] = '{id}';
+  if (parts[1] === 'entities' && parts[3] === 'members' && parts.length > 4 && parts[4] !== 'query') names[4] = '{user_id}';
+  if (parts[1] === 'me' && parts[2] === 'api-keys' && parts.length > 3 && parts[3] !== 'query') names[3] = '{id}';
   return parts.map((part, index) => names[index] ?? part).join('/');
 }

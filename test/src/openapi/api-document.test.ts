@@ -9,6 +9,8 @@ type Operation = { operationId: string; security?: unknown[]; responses: Record<
 const document = openApiDocument() as unknown as { paths: Record<string, Record<string, Operation>>; components: { schemas: Record<string, unknown> } };
 const operations = Object.entries(document.paths).flatMap(([path, item]) => Object.entries(item).map(([method, op]) => ({ path, method, ...op })));
 const statusesOf = (operationId: string) => Object.keys(operations.find((o) => o.operationId === operationId)!.responses).map(Number);
+/** The operations open to anonymous callers (contract 3). */
+const PUBLIC = ['models-list', 'auth-signIn', 'auth-acceptInvitation'];
 
 describe('the API document', () => {
   it('passes the recommended rules of an independent linter (Redocly) with no problem', async () => {
@@ -47,7 +49,7 @@ describe('the API document', () => {
     for (const op of operations) {
       const statuses = Object.keys(op.responses).map(Number);
       expect(statuses, op.operationId).toEqual(expect.arrayContaining([200, 400, 500]));
-      if (op.operationId !== 'models-list') expect(statuses, op.operationId).toEqual(expect.arrayContaining([401, 403, 429, 503]));
+      if (!PUBLIC.includes(op.operationId)) expect(statuses, op.operationId).toEqual(expect.arrayContaining([401, 403, 429, 503]));
       if (op.method === 'post' || op.method === 'put') expect(statuses, op.operationId).toEqual(expect.arrayContaining([413, 415, 503]));
     }
     for (const id of ['annotationQueues-items-progress', 'annotationQueues-items-claim', 'annotationQueues-items-add', 'annotationQueues-stats', 'feedback-replace', 'calls-read']) {
@@ -55,11 +57,14 @@ describe('the API document', () => {
     }
     for (const id of ['calls-batchCreate', 'feedback-create', 'feedback-batchCreate', 'feedback-replace']) expect(statusesOf(id), id).toContain(409);
     expect(statusesOf('models-list').sort()).toEqual([200, 304, 400, 500]);
+    // The public people operations answer what they check themselves (contract 5.12).
+    expect(statusesOf('auth-signIn')).toEqual(expect.arrayContaining([401, 429]));
+    expect(statusesOf('auth-acceptInvitation')).toEqual(expect.arrayContaining([403, 409]));
   });
 
-  it('says which operations need credentials, and that the model list does not', () => {
+  it('says which operations need credentials, and that the model list, sign-in and accepting an invitation do not', () => {
     for (const op of operations) {
-      expect(op.security, op.operationId).toEqual(op.operationId === 'models-list' ? [] : [{ basicAuth: [] }, { bearerAuth: [] }]);
+      expect(op.security, op.operationId).toEqual(PUBLIC.includes(op.operationId) ? [] : [{ basicAuth: [] }, { bearerAuth: [] }]);
     }
   });
 

@@ -6,6 +6,7 @@ import { answered, documentProblem } from '../harness/api-document.ts';
 import { describeEachBackend } from '../harness/backends.ts';
 import { basic, createUser, rest, type CreatedKeyForTest } from '../harness/http.ts';
 import { startTestServer, type TestServer } from '../harness/server.ts';
+import { givePassword } from '../harness/sessions.ts';
 import type { paths } from './loupe-api.ts';
 
 // A client generated from the published API document (openapi-typescript types, openapi-fetch
@@ -323,6 +324,54 @@ describeEachBackend('a client generated from the API document', (backend) => {
     expect(unknown.response.status).toBe(404);
     expect((await client.DELETE('/webhooks/{id}', { params: { path: { id }, query: { project_id } } })).response.status).toBe(200);
     expect((await client.DELETE('/webhooks/{id}', { params: { path: { id }, query: { project_id } } })).response.status).toBe(404);
+  });
+
+  it('signs in and out, invites, accepts, manages members, own keys and reads the audit log, with their errors', async () => {
+    const admin = await createUser(server, { entity: 'acme', role: 'admin' });
+    const password = 'a generated client passphrase';
+    await givePassword(server, admin.username, password);
+    const anonymous = api();
+    expect((await anonymous.POST('/auth/sign-in', { body: { username: admin.username, password: 'not the password!' } })).response.status).toBe(401);
+    const signedIn = await anonymous.POST('/auth/sign-in', { body: { username: admin.username, password } });
+    expect(signedIn.data?.user.user_id).toBe(admin.user_id);
+    const cookie = signedIn.response.headers.get('set-cookie')!.split(';')[0]!;
+    const browser = createClient<paths>({ baseUrl: server.url, fetch: checkedFetch, headers: { cookie, origin: server.url } });
+    const entity = { path: { entity: 'acme' } };
+
+    const invited = await browser.POST('/entities/{entity}/invitations', { params: entity, body: { role: 'annotator' } });
+    expect(invited.data?.invitation.role).toBe('annotator');
+    expect((await api(viewer.api_key).POST('/entities/{entity}/invitations', { params: entity, body: { role: 'admin' } })).response.status).toBe(403);
+    expect((await browser.POST('/entities/{entity}/invitations/query', { params: entity })).data?.invitations.length).toBeGreaterThan(0);
+    expect((await api(viewer.api_key).POST('/entities/{entity}/invitations/query', { params: entity })).response.status).toBe(403);
+    const token = new URL(invited.data!.invitation.url).hash.slice('#token='.length);
+    const accepted = await anonymous.POST('/auth/accept-invitation', { body: { token, username: `generated-${backend}`, password } });
+    expect(accepted.data?.user.memberships).toEqual([{ entity: 'acme', role: 'annotator' }]);
+    expect((await anonymous.POST('/auth/accept-invitation', { body: { token, username: `generated-again-${backend}`, password } })).response.status).toBe(400);
+    const revocable = (await browser.POST('/entities/{entity}/invitations', { params: entity, body: { role: 'viewer' } })).data!.invitation.id;
+    expect((await browser.DELETE('/entities/{entity}/invitations/{id}', { params: { path: { entity: 'acme', id: revocable } } })).data?.invitation.state).toBe('revoked');
+    expect((await browser.DELETE('/entities/{entity}/invitations/{id}', { params: { path: { entity: 'acme', id: randomUUID() } } })).response.status).toBe(404);
+
+    const newcomer = accepted.data!.user.user_id;
+    expect((await api(viewer.api_key).POST('/entities/{entity}/members/query', { params: entity })).data?.members.length).toBeGreaterThan(2);
+    expect((await browser.POST('/entities/{entity}/members/query', { params: { path: { entity: 'elsewhere' } } })).response.status).toBe(403);
+    expect((await browser.PUT('/entities/{entity}/members/{user_id}', { params: { path: { entity: 'acme', user_id: newcomer } }, body: { role: 'viewer' } })).data?.member.role).toBe('viewer');
+    expect((await browser.PUT('/entities/{entity}/members/{user_id}', { params: { path: { entity: 'acme', user_id: randomUUID() } }, body: { role: 'viewer' } })).response.status).toBe(404);
+    expect((await browser.DELETE('/entities/{entity}/members/{user_id}', { params: { path: { entity: 'acme', user_id: newcomer } } })).response.status).toBe(200);
+    expect((await browser.DELETE('/entities/{entity}/members/{user_id}', { params: { path: { entity: 'acme', user_id: admin.user_id } } })).response.status).toBe(400);
+
+    const key = await browser.POST('/me/api-keys', { body: { name: 'generated' } });
+    expect(key.data?.key).toMatch(/^lp_/);
+    expect((await browser.POST('/me/api-keys', { body: { name: '' } })).response.status).toBe(400);
+    expect((await browser.POST('/me/api-keys/query', { body: {} })).data?.api_keys.map((k) => k.id)).toContain(key.data!.api_key.id);
+    expect((await anonymous.POST('/me/api-keys/query', { body: {} })).response.status).toBe(401);
+    expect((await browser.DELETE('/me/api-keys/{id}', { params: { path: { id: key.data!.api_key.id } } })).response.status).toBe(200);
+    expect((await browser.DELETE('/me/api-keys/{id}', { params: { path: { id: key.data!.api_key.id } } })).response.status).toBe(404);
+
+    expect((await browser.POST('/entities/{entity}/audit/query', { params: entity, body: { limit: 5 } })).data?.events).toHaveLength(5);
+    expect((await api(viewer.api_key).POST('/entities/{entity}/audit/query', { params: entity, body: {} })).response.status).toBe(403);
+
+    expect((await browser.POST('/auth/sign-out', { body: {} })).data).toEqual({ signed_out: true });
+    expect((await browser.POST('/auth/sign-out', { body: {} })).response.status).toBe(401);
   });
 
   it('saw every operation answer with success and with an error, each as the document describes it', () => {

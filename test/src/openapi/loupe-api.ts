@@ -386,6 +386,166 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/auth/sign-in": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign in with a password: the user, and a session cookie (loupe_session)
+         * @description A wrong password and an unknown username get the same 401. Failures are braked per client and per username (429).
+         */
+        post: operations["auth-signIn"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/sign-out": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** End the session of the cookie on the server */
+        post: operations["auth-signOut"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/accept-invitation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Accept an invitation: a new account (username and password), or the signed-in one; starts a session
+         * @description An invitation is used once; a used, expired or revoked one → 400 saying which.
+         */
+        post: operations["auth-acceptInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/entities/{entity}/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Invite someone to the entity with a role (admins); the link is shown once */
+        post: operations["entities-invitations-create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/entities/{entity}/invitations/query": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The entity's invitations, newest first (admins; no tokens) */
+        post: operations["entities-invitations-query"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/entities/{entity}/invitations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revoke an invitation (admins) */
+        delete: operations["entities-invitations-revoke"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/entities/{entity}/members/query": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The entity's members (any member; an annotator sees no other annotator) */
+        post: operations["entities-members-query"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/entities/{entity}/members/{user_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Change a member's role (admins; the last admin stays one) */
+        put: operations["entities-members-update"];
+        post?: never;
+        /** Remove a member (admins; not the last admin) */
+        delete: operations["entities-members-remove"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/entities/{entity}/audit/query": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The entity's audit log, newest first (admins; paged by cursor) */
+        post: operations["entities-audit-query"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/calls/batch/create": {
         parameters: {
             query?: never;
@@ -555,6 +715,57 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/me/api-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Make an API key of your own; the key is shown once */
+        post: operations["me-apiKeys-create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/me/api-keys/query": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Your live API keys (never the keys themselves) */
+        post: operations["me-apiKeys-query"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/me/api-keys/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revoke one of your API keys, at once */
+        delete: operations["me-apiKeys-revoke"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1070,6 +1281,73 @@ export interface components {
             created_at: string;
             created_by: string;
         };
+        SignInRes: {
+            user: components["schemas"]["Me"];
+        };
+        Me: {
+            user_id: string;
+            username: string;
+            memberships: {
+                entity: string;
+                /** @enum {string} */
+                role: "admin" | "member" | "annotator" | "viewer";
+            }[];
+        };
+        Invitation: {
+            id: string;
+            entity: string;
+            /** @enum {string} */
+            role: "admin" | "member" | "annotator" | "viewer";
+            email: string | null;
+            /** @enum {string} */
+            state: "pending" | "accepted" | "revoked" | "expired";
+            created_by: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:04:05.123Z
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:04:05.123Z
+             */
+            expires_at: string;
+            accepted_by: string | null;
+            accepted_at: string | null;
+            revoked_at: string | null;
+        };
+        Member: {
+            user_id: string;
+            username: string;
+            /** @enum {string} */
+            role: "admin" | "member" | "annotator" | "viewer";
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:04:05.123Z
+             */
+            created_at: string;
+            /** @description the last sign-in or session activity (to the minute); null when never seen so */
+            last_seen_at: string | null;
+        };
+        AuditEvent: {
+            id: string;
+            /** @enum {string} */
+            action: "sign_in" | "sign_in_failed" | "sign_out" | "password_set" | "invitation_created" | "invitation_accepted" | "invitation_revoked" | "member_role_changed" | "member_removed" | "api_key_created" | "api_key_revoked";
+            /** @description who did it; null for the admin tool and for a failed sign-in */
+            actor_user_id: string | null;
+            actor_username: string | null;
+            /** @description whom it was done to (a member changed or removed), when not the actor */
+            subject_user_id: string | null;
+            detail: {
+                [key: string]: unknown;
+            } | null;
+            client_address: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:04:05.123Z
+             */
+            created_at: string;
+        };
         Call: {
             project_id: string;
             id: string;
@@ -1132,14 +1410,14 @@ export interface components {
              */
             created_at: string;
         };
-        Me: {
-            user_id: string;
-            username: string;
-            memberships: {
-                entity: string;
-                /** @enum {string} */
-                role: "admin" | "member" | "annotator" | "viewer";
-            }[];
+        OwnApiKey: {
+            id: string;
+            name: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:04:05.123Z
+             */
+            created_at: string;
         };
         ModelList: {
             data: components["schemas"]["ModelEntry"][];
@@ -3949,6 +4227,1009 @@ export interface operations {
             };
         };
     };
+    "auth-signIn": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    username: string;
+                    password: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SignInRes"];
+                };
+            };
+            /** @description The request is invalid: not JSON, a schema violation (`issues` lists them) or a broken rule; `reason` says which. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not plain UTF-8 JSON (Content-Type: application/json; no Content-Encoding). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this client; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected error; `request_id` identifies it in the server log. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable, or the server is reading too many request bodies; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "auth-signOut": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description whether a session was ended (false when the request carried none, e.g. one made with a key) */
+                        signed_out: boolean;
+                    };
+                };
+            };
+            /** @description The request is invalid: not JSON, a schema violation (`issues` lists them) or a broken rule; `reason` says which. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not plain UTF-8 JSON (Content-Type: application/json; no Content-Encoding). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this client; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected error; `request_id` identifies it in the server log. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable, or the server is reading too many request bodies; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "auth-acceptInvitation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    token: string;
+                    /** @description a new account; leave out (with password) to join with the signed-in account */
+                    username?: string;
+                    password?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SignInRes"];
+                };
+            };
+            /** @description The request is invalid: not JSON, a schema violation (`issues` lists them) or a broken rule; `reason` says which. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A client-chosen id already exists with different content. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not plain UTF-8 JSON (Content-Type: application/json; no Content-Encoding). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected error; `request_id` identifies it in the server log. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable, or the server is reading too many request bodies; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "entities-invitations-create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                entity: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    role: "admin" | "member" | "annotator" | "viewer";
+                    /** @description default 168 (a week) */
+                    expires_in_hours?: number;
+                    /**
+                     * Format: email
+                     * @description whom it is for: a note for the admins, nothing is sent
+                     */
+                    email?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        invitation: {
+                            id: string;
+                            entity: string;
+                            /** @enum {string} */
+                            role: "admin" | "member" | "annotator" | "viewer";
+                            email: string | null;
+                            /** @enum {string} */
+                            state: "pending" | "accepted" | "revoked" | "expired";
+                            created_by: string;
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T10:04:05.123Z
+                             */
+                            created_at: string;
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T10:04:05.123Z
+                             */
+                            expires_at: string;
+                            accepted_by: string | null;
+                            accepted_at: string | null;
+                            revoked_at: string | null;
+                            /** @description the link to accept it, holding the token: shown once, never again */
+                            url: string;
+                        };
+                    };
+                };
+            };
+            /** @description The request is invalid: not JSON, a schema violation (`issues` lists them) or a broken rule; `reason` says which. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not plain UTF-8 JSON (Content-Type: application/json; no Content-Encoding). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this client; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected error; `request_id` identifies it in the server log. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable, or the server is reading too many request bodies; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "entities-invitations-query": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                entity: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        invitations: components["schemas"]["Invitation"][];
+                    };
+                };
+            };
+            /** @description The request is invalid: not JSON, a schema violation (`issues` lists them) or a broken rule; `reason` says which. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not plain UTF-8 JSON (Content-Type: application/json; no Content-Encoding). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this client; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected error; `request_id` identifies it in the server log. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable, or the server is reading too many request bodies; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "entities-invitations-revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                entity: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        invitation: components["schemas"]["Invitation"];
+                    };
+                };
+            };
+            /** @description The request is invalid: not JSON, a schema violation (`issues` lists them) or a broken rule; `reason` says which. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A record the request names (in its path or body) does not exist in that project, or is deleted. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this client; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected error; `request_id` identifies it in the server log. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable, or the server is reading too many request bodies; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "entities-members-query": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                entity: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        members: components["schemas"]["Member"][];
+                    };
+                };
+            };
+            /** @description The request is invalid: not JSON, a schema violation (`issues` lists them) or a broken rule; `reason` says which. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not plain UTF-8 JSON (Content-Type: application/json; no Content-Encoding). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this client; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected error; `request_id` identifies it in the server log. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable, or the server is reading too many request bodies; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "entities-members-update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                entity: string;
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    role: "admin" | "member" | "annotator" | "viewer";
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        member: components["schemas"]["Member"];
+                    };
+                };
+            };
+            /** @description The request is invalid: not JSON, a schema violation (`issues` lists them) or a broken rule; `reason` says which. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A record the request names (in its path or body) does not exist in that project, or is deleted. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not plain UTF-8 JSON (Content-Type: application/json; no Content-Encoding). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this client; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected error; `request_id` identifies it in the server log. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable, or the server is reading too many request bodies; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "entities-members-remove": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                entity: string;
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        member: components["schemas"]["Member"];
+                    };
+                };
+            };
+            /** @description The request is invalid: not JSON, a schema violation (`issues` lists them) or a broken rule; `reason` says which. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A record the request names (in its path or body) does not exist in that project, or is deleted. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this client; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected error; `request_id` identifies it in the server log. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable, or the server is reading too many request bodies; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "entities-audit-query": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                entity: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description default 100, at most the server limit (10,000 by default) */
+                    limit?: number;
+                    /** @description next_cursor of the previous page, unchanged; not with offset */
+                    cursor?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        events: components["schemas"]["AuditEvent"][];
+                        /** @description cursor of the next page in the same order and filter; null when there is none. A page may hold fewer rows than `limit` and still name a next page: an answer holds at most the server's byte budget (LOUPE_MAX_RESPONSE_BYTES) */
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description The request is invalid: not JSON, a schema violation (`issues` lists them) or a broken rule; `reason` says which. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not plain UTF-8 JSON (Content-Type: application/json; no Content-Encoding). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this client; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected error; `request_id` identifies it in the server log. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable, or the server is reading too many request bodies; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     "calls-batchCreate": {
         parameters: {
             query?: never;
@@ -4931,6 +6212,293 @@ export interface operations {
             };
             /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this client; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected error; `request_id` identifies it in the server log. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable, or the server is reading too many request bodies; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "me-apiKeys-create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        api_key: components["schemas"]["OwnApiKey"];
+                        /** @description the key itself: shown once, never again */
+                        key: string;
+                    };
+                };
+            };
+            /** @description The request is invalid: not JSON, a schema violation (`issues` lists them) or a broken rule; `reason` says which. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not plain UTF-8 JSON (Content-Type: application/json; no Content-Encoding). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this client; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected error; `request_id` identifies it in the server log. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable, or the server is reading too many request bodies; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "me-apiKeys-query": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        api_keys: components["schemas"]["OwnApiKey"][];
+                    };
+                };
+            };
+            /** @description The request is invalid: not JSON, a schema violation (`issues` lists them) or a broken rule; `reason` says which. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body, or a batch in it, is larger than one request may carry: split it. Or the answer would hold more JSON than LOUPE_MAX_RESPONSE_BYTES: a record larger than that alone (`reason` names it), or a list without pages that passes it. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not plain UTF-8 JSON (Content-Type: application/json; no Content-Encoding). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this client; retry after Retry-After seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An unexpected error; `request_id` identifies it in the server log. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unavailable, or the server is reading too many request bodies; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "me-apiKeys-revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        api_key: components["schemas"]["OwnApiKey"];
+                    };
+                };
+            };
+            /** @description The request is invalid: not JSON, a schema violation (`issues` lists them) or a broken rule; `reason` says which. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A record the request names (in its path or body) does not exist in that project, or is deleted. */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
