@@ -239,7 +239,7 @@ describeEachBackend('a client generated from the API document', (backend) => {
     expect((await client.POST('/feedback/purge', { body: { project_id, ids: [] } })).response.status).toBe(400);
   });
 
-  it('reads the caller, its projects, the names of a project\'s users and the public model list, with their errors', async () => {
+  it('reads the caller, its projects, the names of a project\'s users, its members and the public model list, with their errors', async () => {
     const me = await api(member.api_key).GET('/me');
     expect(me.data?.username).toBe(member.username);
     expect((await api('lp_not_a_key').GET('/me')).response.status).toBe(401);
@@ -251,6 +251,10 @@ describeEachBackend('a client generated from the API document', (backend) => {
     const users = await api(member.api_key).POST('/projects/users', { body: { project_id, user_ids: [member.user_id, 'no-such-user'] } });
     expect(users.data).toEqual({ users: [{ user_id: member.user_id, username: member.username }] });
     expect((await api(member.api_key).POST('/projects/users', { body: { project_id, user_ids: Array.from({ length: 1001 }, (_, i) => `u${i}`) } })).response.status).toBe(400);
+
+    const members = await api(member.api_key).POST('/projects/members', { body: { project_id } });
+    expect(members.data?.members).toContainEqual({ user_id: member.user_id, username: member.username, role: 'member' });
+    expect((await api(member.api_key).POST('/projects/members', { body: { project_id: 'someone-else/project' } })).response.status).toBe(403);
 
     const models = await api().GET('/inference/router/partner/models');
     expect(models.response.status).toBe(200);
