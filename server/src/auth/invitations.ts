@@ -124,10 +124,13 @@ export async function acceptInvitation(db: SqlScope, { req, signedIn, client, se
 
     let user: { id: string; username: string };
     if (newAccount) {
-      const [taken] = await sqlRows<{ id: string }>(tx, sql`select id from users where username = ${req.username!}`);
-      if (taken) throw conflict(`The username "${req.username}" is taken; choose another.`);
       user = { id: newId(), username: req.username! };
-      await sqlRun(tx, sql`insert into users (id, username, password_hash, created_at) values (${user.id}, ${user.username}, ${passwordHash}, ${sqlDate(tx, now)})`);
+      // `on conflict`, not a look first: two acceptances of different invitations choosing one new
+      // name at once would both find it free, and the second insert fail on the unique index.
+      const [made] = await sqlRows<{ id: string }>(tx,
+        sql`insert into users (id, username, password_hash, created_at) values (${user.id}, ${user.username}, ${passwordHash}, ${sqlDate(tx, now)})
+          on conflict (username) do nothing returning id`);
+      if (!made) throw conflict(`The username "${req.username}" is taken; choose another.`);
     } else {
       user = signedIn!;
       const [member] = await sqlRows<{ role: Role }>(tx, sql`select role from memberships where user_id = ${user.id} and entity = ${row.entity}`);

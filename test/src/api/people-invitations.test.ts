@@ -95,6 +95,16 @@ describeEachBackend('invitations', (backend) => {
     expect(replies.map((reply) => reply.status).sort()).toEqual([200, 400, 400]);
   });
 
+  it('gives one new name to one of two invitations accepted at the same time: the other is 409, its invitation unused', async () => {
+    const [first, second] = await Promise.all([invite({ role: 'member' }), invite({ role: 'viewer' })]).then((made) => made.map((reply) => reply.body.invitation));
+    const username = newName();
+    const replies = await Promise.all([first, second].map((invitation) => accept({ token: tokenOf(invitation.url), username, password: PASSWORD })));
+    expect(replies.map((reply) => reply.status).sort(), JSON.stringify(replies.map((reply) => reply.body))).toEqual([200, 409]);
+    const loser = replies[0]!.status === 409 ? first : second;
+    const listed = (await rest(server, 'POST', `/entities/${ENTITY}/invitations/query`, { key: admin.api_key, body: {} })).body.invitations;
+    expect(listed.find((invitation: { id: string }) => invitation.id === loser.id).state).toBe('pending');
+  });
+
   it('refuses a weak password, a taken username and a half-given account, using up nothing', async () => {
     const invitation = (await invite({ role: 'member' })).body.invitation;
     const token = tokenOf(invitation.url);
