@@ -67,12 +67,13 @@ describeInBrowser('queue rules in Chromium', () => {
     });
     afterAll(() => server?.stop());
 
-    async function openQueuePage(user: CreatedKeyForTest, view: PageView = {}): Promise<{ page: Page; close: () => Promise<void> }> {
+    /** The queue's page as `user` sees it; `ready` is what shows once it has loaded (its progress line). */
+    async function openQueuePage(user: CreatedKeyForTest, view: PageView = {}, ready = 'p.progress'): Promise<{ page: Page; close: () => Promise<void> }> {
       const opened = await openPage(browser, { timezoneId: 'UTC', ...view });
       troubles.push(opened.trouble);
       await opened.page.addInitScript((key: string) => sessionStorage.setItem('loupe.apiKey', key), user.api_key);
       await opened.page.goto(`${server.url}/app/p/${PROJECT}/q/${queueId}`);
-      await opened.page.locator('p.progress').waitFor();
+      await opened.page.locator(ready).waitFor();
       return opened;
     }
 
@@ -273,9 +274,9 @@ describeInBrowser('queue rules in Chromium', () => {
       } finally {
         await forViewer.close();
       }
-      const forAnnotator = await openQueuePage(annotator);
+      // An annotator is not shown a queue's page at all (My queues and the annotate page are theirs).
+      const forAnnotator = await openQueuePage(annotator, {}, 'h1:text("Not available to annotators")');
       try {
-        await forAnnotator.page.getByRole('heading', { name: 'Settings' }).waitFor();
         expect(await forAnnotator.page.getByRole('heading', { name: 'Rules' }).count()).toBe(0);
       } finally {
         await forAnnotator.close();
