@@ -1,9 +1,9 @@
 import { join } from 'node:path';
-import { freshDatabase, postgresAvailable, type Backend } from '../harness/databases.ts';
+import { freshDatabase, type Backend } from '../harness/databases.ts';
 import { ANNOTATORS, ITEMS, buildAgreementQueue, type AgreementQueue } from './agreement-fixture.ts';
 import { basicAuth } from './bench-rest.ts';
 import { startLoupe } from './child.ts';
-import { median, type Section, type Settings } from './report.ts';
+import { benchBackends, median, type Section, type Settings } from './report.ts';
 import { measureSequence, type PlannedRequest, type SequenceMeasurement } from './sequence-load.ts';
 
 // POST /annotation_queues/{q}/agreement on a queue of 10,000 items, 3 annotators and 2 scorer
@@ -123,13 +123,7 @@ async function measureDatabase(backend: Backend, settings: Settings, workDir: st
 const heaviestMet = (heaviestMs: number[], healthWorstMs: number) => Math.max(...heaviestMs) <= TARGET_HEAVIEST_MS && healthWorstMs <= TARGET_HEALTH_MS;
 
 export async function agreementBenchmark(settings: Settings, workDir: string): Promise<Section> {
-  const backends: Backend[] = ['sqlite'];
-  const notes: string[] = [];
-  if (postgresAvailable) backends.push('postgresql');
-  else {
-    notes.push('PostgreSQL half skipped: TEST_DATABASE_URL is unset');
-    console.log(`agreement: ${notes[0]}`);
-  }
+  const { backends, notes } = benchBackends('agreement');
   const problems: string[] = [];
   const rows: Row[] = [];
   for (const backend of backends) rows.push(await measureDatabase(backend, settings, workDir, problems));

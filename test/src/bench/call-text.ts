@@ -1,10 +1,10 @@
 import { join } from 'node:path';
 import { positiveInt } from '../harness/env-settings.ts';
-import { freshDatabase, postgresAvailable, withClient, type Backend, type TestDatabase } from '../harness/databases.ts';
+import { freshDatabase, withClient, type Backend, type TestDatabase } from '../harness/databases.ts';
 import { basicAuth, call } from './bench-rest.ts';
 import { buildTextProject, callId, NEEDLE, NEEDLE_EVERY, needleCalls, textOwner, type TextProject } from './call-text-fixture.ts';
 import { startLoupe, type Target } from './child.ts';
-import { median, type Section, type Settings } from './report.ts';
+import { benchBackends, median, type Section, type Settings } from './report.ts';
 import { measureSequence, type PlannedRequest, type SequenceMeasurement } from './sequence-load.ts';
 
 // How POST /calls/query with a full-text `text` grows with the project (contract 5.1: "its cost
@@ -164,13 +164,7 @@ function growth(rows: readonly Row[]) {
 }
 
 export async function callTextBenchmark(settings: Settings, workDir: string): Promise<Section> {
-  const backends: Backend[] = ['sqlite'];
-  const notes: string[] = [];
-  if (postgresAvailable) backends.push('postgresql');
-  else {
-    notes.push('PostgreSQL half skipped: TEST_DATABASE_URL is unset');
-    console.log(`call-text: ${notes[0]}`);
-  }
+  const { backends, notes } = benchBackends('call-text');
   const problems: string[] = [];
   const rows: Row[] = [];
   const fixtures: Record<string, TextProject[]> = {};

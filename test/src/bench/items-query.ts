@@ -1,10 +1,10 @@
 import { join } from 'node:path';
-import { freshDatabase, postgresAvailable, type Backend } from '../harness/databases.ts';
+import { freshDatabase, type Backend } from '../harness/databases.ts';
 import { basicAuth } from './bench-rest.ts';
 import { startLoupe } from './child.ts';
 import { COMPLETED_EVERY, buildQueues, cursorAt, type CursorPage, type SizedQueue } from './items-query-fixture.ts';
 import type { Owner } from './queue-fixture.ts';
-import { median, type Section, type Settings } from './report.ts';
+import { benchBackends, median, type Section, type Settings } from './report.ts';
 import { measureSequence, type PlannedRequest, type SequenceMeasurement } from './sequence-load.ts';
 
 // How POST /annotation_queues/{q}/items/query with include_position grows with the queue: p50
@@ -144,13 +144,7 @@ function deepRatios(rows: readonly Row[]) {
 }
 
 export async function itemsQueryBenchmark(settings: Settings, workDir: string): Promise<Section> {
-  const backends: Backend[] = ['sqlite'];
-  const notes: string[] = [];
-  if (postgresAvailable) backends.push('postgresql');
-  else {
-    notes.push('PostgreSQL half skipped: TEST_DATABASE_URL is unset');
-    console.log(`items-query: ${notes[0]}`);
-  }
+  const { backends, notes } = benchBackends('items-query');
   const problems: string[] = [];
   const rows: Row[] = [];
   for (const backend of backends) rows.push(...(await measureDatabase(backend, settings, workDir, problems)));

@@ -1,6 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
+import { postgresAvailable, type Backend } from '../harness/databases.ts';
 import type { Measurement } from './load.ts';
 
 // What every benchmark reports, and how: a table on stdout and one JSON file per benchmark in
@@ -74,4 +75,12 @@ export function writeSection(dir: string, run: ReturnType<typeof runInfo>, secti
   const file = join(dir, `${section.name}.json`);
   writeFileSync(file, JSON.stringify({ run, sections: { [section.name]: section } }, null, 2) + '\n');
   return file;
+}
+
+/** The databases a benchmark runs on: SQLite, and PostgreSQL when TEST_DATABASE_URL names one (else a note says it was skipped). */
+export function benchBackends(name: string): { backends: Backend[]; notes: string[] } {
+  if (postgresAvailable) return { backends: ['sqlite', 'postgresql'], notes: [] };
+  const note = 'PostgreSQL half skipped: TEST_DATABASE_URL is unset';
+  console.log(`${name}: ${note}`);
+  return { backends: ['sqlite'], notes: [note] };
 }
