@@ -23,6 +23,13 @@ export const SignOutRes = z.strictObject({
   signed_out: z.boolean().meta({ description: 'whether a session was ended (false when the request carried none, e.g. one made with a key)' }),
 });
 
+export const SignInMethodsReq = z.strictObject({});
+/** How people may sign in on this server: what the sign-in page offers. */
+export const SignInMethodsRes = z.strictObject({
+  password: z.boolean().meta({ description: 'username and password (false when LOUPE_PASSWORD_SIGN_IN=false)' }),
+  single_sign_on: z.boolean().meta({ description: 'OpenID Connect single sign-on is configured: GET /auth/oidc/start begins it' }),
+});
+
 export const AcceptInvitationReq = z.strictObject({
   token: z.string().regex(/^[A-Za-z0-9_-]{1,256}$/, 'token must be the one of the invitation link'),
   username: Username.optional().meta({ description: 'a new account; leave out (with password) to join with the signed-in account' }),

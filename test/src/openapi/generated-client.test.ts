@@ -335,6 +335,9 @@ describeEachBackend('a client generated from the API document', (backend) => {
     const password = 'a generated client passphrase';
     await givePassword(server, admin.username, password);
     const anonymous = api();
+    expect((await anonymous.GET('/auth/methods')).data).toEqual({ password: true, single_sign_on: false });
+    // The methods take no parameters: an unknown one is refused.
+    expect((await anonymous.GET('/auth/methods', { params: { query: { x: '1' } } } as never)).response.status).toBe(400);
     expect((await anonymous.POST('/auth/sign-in', { body: { username: admin.username, password: 'not the password!' } })).response.status).toBe(401);
     const signedIn = await anonymous.POST('/auth/sign-in', { body: { username: admin.username, password } });
     expect(signedIn.data?.user.user_id).toBe(admin.user_id);

@@ -1,4 +1,4 @@
-import { AcceptInvitationReq, SignInReq, SignInRes, SignOutReq, SignOutRes } from '@loupe/shared';
+import { AcceptInvitationReq, SignInMethodsReq, SignInMethodsRes, SignInReq, SignInRes, SignOutReq, SignOutRes } from '@loupe/shared';
 import { cookieUser } from '../../auth/cookie-session.ts';
 import { acceptInvitation } from '../../auth/invitations.ts';
 import { sessionTokenOf } from '../../auth/session-tokens.ts';
@@ -12,6 +12,12 @@ import { protectedProcedure, publicProcedure, router } from '../trpc.ts';
 const tags = ['auth'];
 
 export const authRouter = router({
+  methods: publicProcedure
+    .meta(rest({ method: 'GET', path: '/auth/methods', tags, public: true, summary: 'How people may sign in here: password, single sign-on' }))
+    .input(SignInMethodsReq)
+    .output(SignInMethodsRes)
+    .query(({ ctx }) => ({ password: ctx.services.config.people.passwordSignIn, single_sign_on: false })),
+
   signIn: publicProcedure
     .meta(rest({
       method: 'POST', path: '/auth/sign-in', tags, public: true, answers: [401, 429],
