@@ -16,3 +16,4 @@ export { PostgresFailureCounts } from './auth/brake-postgres.ts';
 export { openApiDocument } from './api/openapi.ts';
 export { webApp } from './http/web-app.ts';
 export { setPassword } from './auth/set-password.ts';
+export { hashPassword } from './auth/passwords.ts';

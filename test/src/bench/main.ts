@@ -7,6 +7,7 @@ import { feedbackIngestBenchmark } from './feedback-ingest.ts';
 import { otlpIngestBenchmark } from './otlp-ingest.ts';
 import { modelListBenchmark } from './model-list.ts';
 import { progressBenchmark } from './progress-writes.ts';
+import { sessionProgressBenchmark } from './session-progress.ts';
 import { claimBenchmark } from './claim-writes.ts';
 import { assignedClaimBenchmark } from './claim-assigned-writes.ts';
 import { itemsQueryBenchmark } from './items-query.ts';
@@ -24,6 +25,7 @@ import { positiveInt } from '../harness/env-settings.ts';
 const BENCHMARKS: Record<string, (settings: Settings, workDir: string) => Promise<Section>> = {
   'model-list': modelListBenchmark,
   progress: progressBenchmark,
+  'progress-session': sessionProgressBenchmark,
   claim: claimBenchmark,
   'claim-assigned': assignedClaimBenchmark,
   'items-query': itemsQueryBenchmark,

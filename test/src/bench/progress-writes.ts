@@ -1,4 +1,5 @@
 import { basicAuth, call } from './bench-rest.ts';
+import type { Annotator } from './bench-annotators.ts';
 import { addItems, createCalls, createQueue, listItems, type ItemJson, type Owner } from './queue-fixture.ts';
 import type { Section, Settings } from './report.ts';
 import type { PlannedRequest } from './sequence-load.ts';
@@ -14,6 +15,10 @@ import { writeSection } from './write-section.ts';
 const ITEMS = 10_000;
 
 type Sequence = { queueId: string; itemIds: string[]; sent: number };
+/** The headers that say who sends a request of one side: Basic with the annotator's key, or a session. */
+export type Credentials = (side: SideName, annotator: Annotator) => Record<string, string>;
+
+export const byKey: Credentials = (_side, annotator) => ({ authorization: basicAuth(annotator.key) });
 
 async function queueOf(owner: Owner, name: string, callIds: readonly string[]): Promise<{ queueId: string; items: ItemJson[] }> {
   const queueId = await createQueue(owner, name);
@@ -21,16 +26,20 @@ async function queueOf(owner: Owner, name: string, callIds: readonly string[]): 
   return { queueId, items: await listItems(owner, queueId) };
 }
 
-function progressRequest(env: WriteEnv, queueId: string, itemId: string, key: string, state: string): Pick<PlannedRequest, 'method' | 'path' | 'headers' | 'body'> {
+function progressRequest(env: WriteEnv, queueId: string, itemId: string, who: Record<string, string>, state: string): Pick<PlannedRequest, 'method' | 'path' | 'headers' | 'body'> {
   return {
     method: 'POST',
     path: `/annotation_queues/${queueId}/items/${itemId}/progress`,
-    headers: { authorization: basicAuth(key), 'content-type': 'application/json' },
+    headers: { ...who, 'content-type': 'application/json' },
     body: JSON.stringify({ project_id: env.owner.projectId, annotation_state: state }),
   };
 }
 
-async function setUp(env: WriteEnv) {
+/**
+ * The progress workload; `credentials` says how each side's requests authenticate, and `prepare`
+ * readies annotators the pool has just made (signing them in) before a run uses them.
+ */
+export async function progressWorkload(env: WriteEnv, credentials: Credentials = byKey, prepare: (annotators: readonly Annotator[]) => Promise<void> = async () => {}) {
   const { owner } = env;
   const callIds = await createCalls(owner, 'call', ITEMS);
   const sequences = {} as Record<SideName, Sequence>;
@@ -44,7 +53,7 @@ async function setUp(env: WriteEnv) {
     async probe() {
       for (const name of ['loupe', 'baseline'] as const) {
         const probe = await queueOf(owner, `progress-probe-${name}`, callIds.slice(0, 1));
-        const request = progressRequest(env, probe.queueId, probe.items[0]!.id, owner.key, 'in_progress');
+        const request = progressRequest(env, probe.queueId, probe.items[0]!.id, {}, 'in_progress');
         const answer = await call<{ item: ItemJson }>(env[name].url, 'POST', request.path, owner.key, JSON.parse(request.body!));
         const [reported] = await listItems(owner, probe.queueId);
         expectSameItem(`progress probe, ${name}`, answer.item, reported);
@@ -55,6 +64,7 @@ async function setUp(env: WriteEnv) {
       const sequence = sequences[name];
       const perAnnotator = 2 * ITEMS;
       await env.annotators.ensure(Math.ceil((sequence.sent + requests) / perAnnotator));
+      await prepare(env.annotators.list);
       const capacity = env.annotators.list.length * perAnnotator;
       return (): PlannedRequest => {
         const k = sequence.sent++;
@@ -63,7 +73,7 @@ async function setUp(env: WriteEnv) {
         const state = within < ITEMS ? 'in_progress' : 'completed';
         const itemId = sequence.itemIds[within % ITEMS]!;
         return {
-          ...progressRequest(env, sequence.queueId, itemId, annotator.key, state),
+          ...progressRequest(env, sequence.queueId, itemId, credentials(name, annotator), state),
           check: (text) => {
             if (k >= capacity) return `request ${k} is past the ${capacity} planned (fixture exhausted)`;
             const item = (JSON.parse(text) as { item?: ItemJson | null }).item;
@@ -86,7 +96,7 @@ async function setUp(env: WriteEnv) {
   };
 }
 
-export const progressBench: WriteBench = { name: 'progress', initialRate: 6000, setUp };
+export const progressBench: WriteBench = { name: 'progress', initialRate: 6000, setUp: (env) => progressWorkload(env) };
 
 export function progressBenchmark(settings: Settings, workDir: string): Promise<Section> {
   return writeSection(

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { isDeepStrictEqual } from 'node:util';
 import { createUserViaCli } from '../harness/child-server.ts';
 import { freshDatabase, type Backend } from '../harness/databases.ts';
-import { annotatorPool, type AnnotatorPool } from './bench-annotators.ts';
+import { annotatorPool, type AnnotatorOptions, type AnnotatorPool } from './bench-annotators.ts';
 import { startLoupe, startScript, type Target } from './child.ts';
 import type { Owner } from './queue-fixture.ts';
 import { withCpu } from './process-cpu.ts';
@@ -43,6 +43,13 @@ export type WriteBench = {
   targets?: Record<Backend, number>;
   /** Requests per second assumed for the warm-up run, before any rate was measured. */
   initialRate: number;
+  /**
+   * What the baseline side is: the hand-written server (default), or Loupe itself, when the
+   * comparison is between two ways of calling Loupe (a session cookie against a key).
+   */
+  baseline?: 'hand-written' | 'loupe';
+  /** How the annotators of the pool are made (a password to sign in with). */
+  annotators?: () => Promise<AnnotatorOptions>;
   setUp(env: WriteEnv): Promise<WriteWorkload>;
 };
 
@@ -72,13 +79,20 @@ export async function runWriteComparison(bench: WriteBench, backend: Backend, se
     targets.push(loupe);
     const created = await createUserViaCli(database.url, { entity: ENTITY, role: 'member', username: 'bench-owner' });
     const owner: Owner = { url: loupe.url, key: created.api_key, projectId: `${ENTITY}/${bench.name}` };
-    const baseline = await startScript('baseline', new URL('./baseline-queue-writes.ts', import.meta.url), { DATABASE_URL: database.url });
-    targets.push(baseline);
-    const workload = await bench.setUp({ backend, databaseUrl: database.url, loupe, baseline, owner, annotators: annotatorPool(database.url, ENTITY) });
+    let baseline: Target = loupe;
+    let baselinePid = loupe.server.child.pid;
+    if (bench.baseline !== 'loupe') {
+      const script = await startScript('baseline', new URL('./baseline-queue-writes.ts', import.meta.url), { DATABASE_URL: database.url });
+      targets.push(script);
+      baseline = script;
+      baselinePid = script.child.pid;
+    }
+    const annotators = annotatorPool(database.url, ENTITY, (await bench.annotators?.()) ?? {});
+    const workload = await bench.setUp({ backend, databaseUrl: database.url, loupe, baseline, owner, annotators });
     await workload.probe();
 
     const bySide: Record<SideName, Target> = { loupe, baseline };
-    const pids: Record<SideName, number | undefined> = { loupe: loupe.server.child.pid, baseline: baseline.child.pid };
+    const pids: Record<SideName, number | undefined> = { loupe: loupe.server.child.pid, baseline: baselinePid };
     // The fastest rate seen so far (the guess until a run was measured): machines that share their
     // CPUs speed up and slow down, and a run must not outgrow its targets.
     const fastest: Record<SideName, number> = { loupe: 0, baseline: 0 };

@@ -1,5 +1,5 @@
-import { postgresAvailable, type Backend } from '../harness/databases.ts';
-import type { Section, Settings } from './report.ts';
+import type { Backend } from '../harness/databases.ts';
+import { benchBackends, type Section, type Settings } from './report.ts';
 import { runWriteComparison, type WriteBench } from './write-comparison.ts';
 
 // A write benchmark's report: one comparison per database, SQLite always, PostgreSQL when
@@ -12,14 +12,8 @@ import { runWriteComparison, type WriteBench } from './write-comparison.ts';
 export const WRITE_TARGET_RATIO: Record<Backend, number> = { sqlite: 0.65, postgresql: 0.5 };
 
 export async function writeSection(bench: WriteBench, description: string, settings: Settings, workDir: string): Promise<Section> {
-  const backends: Backend[] = ['sqlite'];
-  const details: Record<string, unknown> = {};
-  if (postgresAvailable) backends.push('postgresql');
-  else {
-    const notice = 'PostgreSQL half skipped: TEST_DATABASE_URL is unset';
-    console.log(`${bench.name}: ${notice}`);
-    details.postgresql = notice;
-  }
+  const { backends, notes } = benchBackends(bench.name);
+  const details: Record<string, unknown> = notes.length ? { postgresql: notes.join('; ') } : {};
   const targets = bench.targets ?? WRITE_TARGET_RATIO;
   const section: Section = {
     name: bench.name,
