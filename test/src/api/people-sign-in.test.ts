@@ -166,6 +166,32 @@ describeEachBackend('sign-in and sessions', (backend) => {
     await signIn(server, alice.username, PASSWORD, client());
   });
 
+  it('bounds a flood of sign-ins from many clients: two hashes at a time, a short queue, the rest 503 with a reason; /health answers and a person still signs in', async () => {
+    const alice = await person();
+    const healthStatuses: number[] = [];
+    const polls: Promise<unknown>[] = [];
+    const health = setInterval(() => polls.push(fetch(`${server.url}/health`).then((reply) => healthStatuses.push(reply.status), () => healthStatuses.push(0))), 50);
+    // 150 clients at once, each one try (under the brake): unknown users, each costing a hash.
+    const replies = await Promise.all(
+      Array.from({ length: 150 }, (_, n) => rest(server, 'POST', '/auth/sign-in', { body: { username: `flood-${n}`, password: 'a flood of sign-ins' }, headers: client() })),
+    );
+    clearInterval(health);
+    await Promise.all(polls);
+    const statuses = replies.map((reply) => reply.status);
+    expect(new Set(statuses)).toEqual(new Set([401, 503]));
+    // At most two hashing and 32 waiting when the queue was full: most of the burst is refused at once.
+    expect(statuses.filter((status) => status === 503).length).toBeGreaterThan(50);
+    for (const reply of replies.filter((r) => r.status === 503)) {
+      expect(reply.body.reason).toBe('The server is checking as many passwords as it can at once; retry shortly.');
+      expect(Number(reply.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(reply.headers.get('set-cookie')).toBeNull();
+    }
+    expect(healthStatuses.length).toBeGreaterThan(0);
+    expect(new Set(healthStatuses)).toEqual(new Set([200]));
+    // A refused try is not a failure: nobody was braked by the flood, and the queue is empty again.
+    await signIn(server, alice.username, PASSWORD, client());
+  });
+
   it('brakes sign-ins to a username that failed too often, from any client, but never its open sessions', async () => {
     const alice = await person();
     const bob = await person();
