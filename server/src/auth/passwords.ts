@@ -1,5 +1,6 @@
 import { hash, verify } from '@node-rs/argon2';
 import { DomainError, invalid } from '../domain/errors.ts';
+import { WorkSlots } from '../domain/work-slots.ts';
 
 // Passwords are hashed with argon2id by @node-rs/argon2 (a maintained binding of the reference
 // implementation, prebuilt for each platform as npm packages, so nothing is compiled or downloaded
@@ -29,34 +30,17 @@ export async function checkNewPassword(password: string): Promise<void> {
 }
 
 /**
- * Hashes at once, and sign-ins waiting for one. A hash holds 19 MiB and one of libuv's four
+ * Two password hashes at a time, and at most 32 waiting. A hash holds 19 MiB and one of libuv's four
  * threads for tens of milliseconds, and anyone may ask for one (an unknown username costs a hash
  * too): two at a time leave the pool's other threads to DNS lookups (webhook deliveries), files
  * and zlib (OTLP bodies), and a bounded queue keeps a flood of sign-ins from many clients, each
  * under the brake's limit, from growing the process's memory and every sign-in's wait without end.
  */
-const HASHING_AT_ONCE = 2;
-const HASHES_WAITING = 32;
-const BUSY = 'The server is checking as many passwords as it can at once; retry shortly.';
+const hashSlots = new WorkSlots(2, { maxWaiting: 32 });
+const busy = () => new DomainError('unavailable', 'The server is checking as many passwords as it can at once; retry shortly.');
 
-let hashing = 0;
-const waiting: (() => void)[] = [];
-
-/** Runs one hash or verification when a slot is free; refuses with 503 when the queue is full. */
-async function inHashSlot<T>(work: () => Promise<T>): Promise<T> {
-  if (hashing >= HASHING_AT_ONCE) {
-    if (waiting.length >= HASHES_WAITING) throw new DomainError('unavailable', BUSY);
-    await new Promise<void>((resolve) => waiting.push(resolve));
-  } else hashing++;
-  try {
-    return await work();
-  } finally {
-    // The slot passes straight to the next waiter (the count stays), or is given back.
-    const next = waiting.shift();
-    if (next) next();
-    else hashing--;
-  }
-}
+/** Runs one hash or verification in a slot; 503 when the line is full. */
+const inHashSlot = <T>(work: () => Promise<T>): Promise<T> => hashSlots.run(work, { refuse: busy });
 
 export function hashPassword(password: string): Promise<string> {
   return inHashSlot(() => hash(password));

@@ -2,6 +2,7 @@ import { Worker } from 'node:worker_threads';
 import type { AgreementStatistics } from './agreement-statistics.ts';
 import type { AgreementTask } from './agreement-thread.ts';
 import { DomainError } from './errors.ts';
+import { WorkSlots } from './work-slots.ts';
 
 // Agreement requests of one process run within a time limit, at most AGREEMENT_SLOTS at once, with
 // their statistics computed in worker threads: what one request may hold (its values, see
@@ -19,8 +20,6 @@ const THREAD_HEAP_MB = 128;
 const THREAD_URL = new URL('./agreement-thread.ts', import.meta.url);
 
 const idle: Worker[] = [];
-let busy = 0;
-const waiting: Array<() => void> = [];
 
 /** The 503 of a request whose time limit passed: the work is stopped, its thread ended. */
 export function agreementTimedOut(timeoutMs: number): DomainError {
@@ -53,31 +52,11 @@ export class AgreementDeadline {
   }
 }
 
+const slots = new WorkSlots(AGREEMENT_SLOTS);
+
 /** Runs `work` in one of AGREEMENT_SLOTS, waiting for one until the deadline. */
-export async function inAgreementSlot<T>(deadline: AgreementDeadline, work: () => Promise<T>): Promise<T> {
-  if (busy >= AGREEMENT_SLOTS) {
-    await new Promise<void>((resolve, reject) => {
-      const turn = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-      const timer = setTimeout(() => {
-        waiting.splice(waiting.indexOf(turn), 1);
-        reject(agreementTimedOut(deadline.timeoutMs));
-      }, Math.max(0, deadline.remainingMs));
-      waiting.push(turn);
-    });
-  } else {
-    busy++;
-  }
-  try {
-    return await work();
-  } finally {
-    // The slot passes to the next in line, or is freed.
-    const next = waiting.shift();
-    if (next) next();
-    else busy--;
-  }
+export function inAgreementSlot<T>(deadline: AgreementDeadline, work: () => Promise<T>): Promise<T> {
+  return slots.run(work, { waitMs: deadline.remainingMs, refuse: () => agreementTimedOut(deadline.timeoutMs) });
 }
 
 /**
