@@ -3,12 +3,14 @@ import { endSessionsOf } from './sessions.ts';
 import { isoFromSql, isoOrNullFromSql, lockClause, sqlRows, sqlRun, sqlTransaction, type SqlScope } from '../db/sql.ts';
 import { sql } from '../db/statement.ts';
 import { recordAudit, type Actor } from '../domain/audit-log.ts';
-import { invalid, notFound } from '../domain/errors.ts';
+import { forbidden, invalid, notFound } from '../domain/errors.ts';
 
 // The members of an entity (contract 5.12): any member lists them; admins change roles and remove
 // members; the last admin stays. Changes of one entity are serialised by a lock on its row
 // (PostgreSQL; SQLite serialises every transaction), so two admins demoting each other at once
-// cannot leave the entity without one.
+// cannot leave the entity without one; under the lock the actor must still be an admin, so the
+// second of the two gets the same 403 on both databases (its credentials were read before the
+// first one's commit).
 
 type MemberRow = { user_id: string; username: string; role: Role; created_at: unknown; last_seen_at: unknown };
 
@@ -33,8 +35,10 @@ export async function queryMembers(db: SqlScope, { entity, caller }: { entity: s
 
 type Change = { entity: string; userId: string; actor: NonNullable<Actor>; client: string | null };
 
-async function lockedMember(tx: SqlScope, { entity, userId }: { entity: string; userId: string }): Promise<MemberRow> {
+async function lockedMember(tx: SqlScope, { entity, userId, actor }: Change): Promise<MemberRow> {
   await sqlRows(tx, sql`select name from entities where name = ${entity}${lockClause(tx, 'for update')}`);
+  const [own] = await sqlRows<{ role: Role }>(tx, sql`select role from memberships where entity = ${entity} and user_id = ${actor.userId}`);
+  if (own?.role !== 'admin') throw forbidden(`Your role in entity "${entity}" is ${own?.role ?? 'none'}; only its admins may do this.`);
   const [row] = await sqlRows<MemberRow>(tx, sql`${SELECT} where m.entity = ${entity} and m.user_id = ${userId}`);
   if (!row) throw notFound(`User "${userId}" is not a member of entity "${entity}".`);
   return row;
