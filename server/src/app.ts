@@ -14,6 +14,7 @@ import { bodyText, jsonBodyReader } from './http/body.ts';
 import { errorHandler, notFound, requireJsonBody } from './http/errors.ts';
 import { Metrics } from './http/metrics.ts';
 import { modelListHttp } from './http/model-list.ts';
+import { oidcRoutes } from './http/oidc-routes.ts';
 import { operationsRouter } from './http/operations.ts';
 import { otlpTracesHttp } from './http/otlp-traces.ts';
 import { RequestTracker } from './http/request-tracker.ts';
@@ -76,6 +77,8 @@ export function createApp(services: Services): { listener: RequestListener; drai
   const operations = operationsRouter(services.orm, metrics, services.config.dbTimeouts.connectMs, userRequirement(services));
   const operationMethods = new Set(['GET', 'HEAD', 'OPTIONS']);
   app.use((req, res, next) => (operationMethods.has(req.method) ? operations(req, res, next) : next()));
+  // Single sign-on's browser routes (GET only, no body): redirects and a page, beside the API.
+  app.use(oidcRoutes(services));
   // OpenTelemetry's OTLP/HTTP routes read protobuf and gzip bodies with their own reader (same limits).
   app.use(otlpTracesHttp(services));
   // Nothing of a body is read before its route is known and its credentials are checked.
