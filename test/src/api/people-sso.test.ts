@@ -157,6 +157,19 @@ describeEachBackend('single sign-on', (backend) => {
     }
   });
 
+  it('lands on the return_to path of the web app, and on /app/ for anything else (no other site)', async () => {
+    const sub = login({ preferred_username: 'returner', groups: ['staff'] });
+    const landing = async (returnTo: string) => {
+      const jar = new CookieJar();
+      const callback = await signInAtProvider(jar, await start(jar, `/auth/oidc/start?return_to=${encodeURIComponent(returnTo)}`), sub);
+      const answer = await browserFetch(jar, callback);
+      expect(answer.status).toBe(302);
+      return answer.headers.get('location');
+    };
+    expect(await landing('/app/projects/sso/main')).toBe('/app/projects/sso/main');
+    for (const elsewhere of ['https://evil.example/', '//evil.example/app/', '/app//evil.example', '/docs']) expect(await landing(elsewhere)).toBe('/app/');
+  });
+
   it('refuses an answer whose state is not the attempt\'s (400): no session, nothing made', async () => {
     const sub = login({ preferred_username: 'mallory-state', groups: ['staff'] });
     const jar = new CookieJar();
