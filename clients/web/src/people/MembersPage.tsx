@@ -200,7 +200,7 @@ function Invitations({ client, session, entity }: PageProps) {
         <p className="lede">The link lets one person join {entity} with the role: they choose a username and password, or join with the account they are signed in with.</p>
         {made ? (
           <ShownOnce
-            title={`Invitation link (${made.role})`}
+            title={`New invitation (${made.role})`}
             label="Invitation link"
             value={made.url}
             warning="Copy it now and send it to the person: it will not be shown again."
