@@ -3,7 +3,7 @@ import { TRPCError } from '@trpc/server';
 import { createExpressMiddleware } from '@trpc/server/adapters/express';
 import express from 'express';
 import { NEXT_CURSOR_HEADER } from '@loupe/shared/headers';
-import { contextFactory } from './api/context.ts';
+import { contextFactory, type Context } from './api/context.ts';
 import type { Services } from './api/services.ts';
 import { errorHeaders } from './api/error-policy.ts';
 import { DomainError } from './domain/errors.ts';
@@ -31,9 +31,9 @@ import { webApp } from './http/web-app.ts';
  * A single query answered with a next page repeats that page's cursor in `Loupe-Next-Cursor`: a
  * client reads headers before the body, so it can ask for the next page while it still parses this one.
  */
-function typedDoorMeta({ errors, data }: { errors: readonly TRPCError[]; data: readonly unknown[] }) {
+function typedDoorMeta({ ctx, errors, data }: { ctx?: Context | undefined; errors: readonly TRPCError[]; data: readonly unknown[] }) {
   const first = errors[0];
-  if (first) return { headers: { ...errorHeaders(first), 'Content-Type': 'application/json' } };
+  if (first) return { headers: { ...errorHeaders(first, ctx?.res.req), 'Content-Type': 'application/json' } };
   const cursor = data.length === 1 ? nextCursorOf(data[0]) : undefined;
   return cursor && cursor.length <= MAX_HINTED_CURSOR ? { headers: { [NEXT_CURSOR_HEADER]: cursor } } : {};
 }
