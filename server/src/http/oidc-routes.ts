@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 import type { Services } from '../api/services.ts';
 import { OidcRefusal, type OidcIdentity } from '../auth/oidc-client.ts';
@@ -114,18 +115,32 @@ function redirect(res: Response, location: string): void {
   res.end();
 }
 
+/**
+ * The page's look, the web app's sign-in panel in its light and dark colours. Inline, and allowed
+ * by its hash alone: the page's CSP is the web app's otherwise (no other inline style, no script).
+ */
+const STYLE = [
+  ':root{color-scheme:light dark;--ink:#1d1f23;--line:#d4d8de;--paper:#fff;--wash:#f4f6f8;--accent:#1a5fb4;--focus:#e5a50a;font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,Arial,sans-serif;color:var(--ink);background:var(--wash)}',
+  '@media (prefers-color-scheme:dark){:root{--ink:#e6e8eb;--line:#3a3f47;--paper:#1f2227;--wash:#16181c;--accent:#8ab4f8;--focus:#f5c04a}}',
+  'body{margin:0}main{max-width:28rem;margin:3rem auto;background:var(--paper);border:1px solid var(--line);border-radius:8px;padding:1.5rem}',
+  '@media (max-width:30rem){main{margin:1rem}}h1{margin-top:0;font-size:1.6rem}a{color:var(--accent);font-weight:600}',
+  ':focus-visible{outline:3px solid var(--focus);outline-offset:2px;box-shadow:0 0 0 5px var(--ink)}',
+].join('');
+const STYLE_HASH = `'sha256-${createHash('sha256').update(STYLE).digest('base64')}'`;
+const PAGE_CSP = PAGE_HEADERS['Content-Security-Policy']!.replace("style-src 'self'", `style-src 'self' ${STYLE_HASH}`);
+
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 const escape = (text: string) => text.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
 
 /** A short page saying why the sign-in did not happen, with a way back to the sign-in page. */
 function page(res: Response, status: number, reason: string, headers: Record<string, string> = {}): void {
-  for (const [name, value] of Object.entries({ ...PAGE_HEADERS, ...headers })) res.setHeader(name, value);
+  for (const [name, value] of Object.entries({ ...PAGE_HEADERS, 'Content-Security-Policy': PAGE_CSP, ...headers })) res.setHeader(name, value);
   res.status(status);
   res.setHeader('Cache-Control', 'no-store');
   res.setHeader('Content-Type', 'text/html; charset=utf-8');
   res.end(`<!doctype html>
 <html lang="en">
-<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><meta name="color-scheme" content="light dark"><title>Sign-in failed — Loupe</title></head>
+<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><meta name="color-scheme" content="light dark"><title>Sign-in failed — Loupe</title><style>${STYLE}</style></head>
 <body>
 <main>
 <h1>Sign-in failed</h1>
