@@ -37,7 +37,7 @@ export function usernameBase(claims: Record<string, unknown>): string {
   return 'user';
 }
 
-/** Another process made the same person's account meanwhile: the transaction is run again and finds it. */
+/** Another transaction took the person's identity or the chosen name meanwhile: the transaction is run again. */
 class IdentityTaken extends Error {}
 
 type SignOn = { identity: OidcIdentity; people: PeopleSettings; oidc: OidcSettings; client: string };
@@ -63,9 +63,6 @@ export async function signOn(db: SqlScope, request: SignOn): Promise<{ userId: s
 async function signOnIn(tx: SqlScope, { identity, people, oidc, client }: SignOn) {
   const now = new Date();
   const mapped = mappedRole(oidc, identity.claims);
-  const [known] = await sqlRows<{ user_id: string; username: string }>(tx,
-    sql`select i.user_id, u.username from user_identities i join users u on u.id = i.user_id
-         where i.issuer = ${identity.issuer} and i.subject = ${identity.subject}`);
   const role = mapped ?? oidc.defaultRole;
   if (role === undefined) {
     const claimed = identity.claims[oidc.roleClaim];
@@ -73,8 +70,12 @@ async function signOnIn(tx: SqlScope, { identity, people, oidc, client }: SignOn
   }
   // The entity is made by the first sign-in into it (a fresh install signed into with single sign-on alone).
   await sqlRun(tx, sql`insert into entities (name, created_at) values (${oidc.entity}, ${sqlDate(tx, now)}) on conflict (name) do nothing`);
-  // Membership changes of one entity are serialised on its row (as members.ts does).
+  // Sign-ins into one entity are serialised on its row (as membership changes are, members.ts),
+  // before the person is looked up: a first sign-in twice at once makes one account, not two.
   await sqlRows(tx, sql`select name from entities where name = ${oidc.entity}${lockClause(tx, 'for update')}`);
+  const [known] = await sqlRows<{ user_id: string; username: string }>(tx,
+    sql`select i.user_id, u.username from user_identities i join users u on u.id = i.user_id
+         where i.issuer = ${identity.issuer} and i.subject = ${identity.subject}`);
 
   let user: { id: string; username: string };
   let newUser = false;
@@ -82,7 +83,11 @@ async function signOnIn(tx: SqlScope, { identity, people, oidc, client }: SignOn
     user = { id: known.user_id, username: known.username };
   } else {
     user = { id: newId(), username: await freeUsername(tx, usernameBase(identity.claims)) };
-    await sqlRun(tx, sql`insert into users (id, username, password_hash, created_at) values (${user.id}, ${user.username}, ${null}, ${sqlDate(tx, now)})`);
+    // A name or an identity taken meanwhile (by a sign-in into another entity, or an invitation): run again.
+    const [made] = await sqlRows<{ id: string }>(tx,
+      sql`insert into users (id, username, password_hash, created_at) values (${user.id}, ${user.username}, ${null}, ${sqlDate(tx, now)})
+          on conflict (username) do nothing returning id`);
+    if (!made) throw new IdentityTaken();
     const [linked] = await sqlRows<{ user_id: string }>(tx,
       sql`insert into user_identities (issuer, subject, user_id, created_at) values (${identity.issuer}, ${identity.subject}, ${user.id}, ${sqlDate(tx, now)})
           on conflict (issuer, subject) do nothing returning user_id`);

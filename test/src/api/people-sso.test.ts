@@ -170,6 +170,38 @@ describeEachBackend('single sign-on', (backend) => {
     for (const elsewhere of ['https://evil.example/', '//evil.example/app/', '/app//evil.example', '/docs']) expect(await landing(elsewhere)).toBe('/app/');
   });
 
+  it('a first sign-in twice at once (two tabs) makes one account', async () => {
+    const sub = login({ preferred_username: 'twice', groups: ['staff'] });
+    const jars = [new CookieJar(), new CookieJar()];
+    const callbacks = await Promise.all(jars.map(async (jar) => signInAtProvider(jar, await start(jar), sub)));
+    const answers = await Promise.all(callbacks.map((callback, i) => browserFetch(jars[i]!, callback)));
+    expect(answers.map((answer) => answer.status)).toEqual([302, 302]);
+    const ids = await Promise.all(jars.map(async (jar) => (await withCookie(server, sessionOf(jar)!, 'GET', '/me')).body.user_id));
+    expect(ids[0]).toBe(ids[1]);
+    expect(await usersNamed('twice')).toEqual([{ id: ids[0] }]);
+    expect(await usersNamed('twice-2')).toEqual([]);
+  });
+
+  it('ends on a 401 page when the person cancels at the provider (access_denied)', async () => {
+    const jar = new CookieJar();
+    const authorization = await start(jar);
+    const toLogin = await browserFetch(jar, authorization);
+    expect(toLogin.status).toBe(303);
+    const interaction = new URL(toLogin.headers.get('location')!, authorization);
+    // The provider's "cancel": its abort route, which answers the client with access_denied.
+    let response = await browserFetch(jar, new URL(`${interaction.pathname}/abort`, interaction));
+    let url = new URL(response.headers.get('location')!, interaction);
+    while (url.pathname !== '/auth/oidc/callback') {
+      response = await browserFetch(jar, url);
+      url = new URL(response.headers.get('location')!, url);
+    }
+    expect(url.searchParams.get('error')).toBe('access_denied');
+    const answer = await browserFetch(jar, url);
+    expect(answer.status).toBe(401);
+    expect(await answer.text()).toContain('did not sign you in (access_denied');
+    expect(sessionOf(jar)).toBeUndefined();
+  });
+
   it('refuses an answer whose state is not the attempt\'s (400): no session, nothing made', async () => {
     const sub = login({ preferred_username: 'mallory-state', groups: ['staff'] });
     const jar = new CookieJar();
@@ -303,6 +335,22 @@ describeEachBackend('single sign-on with a provider that cannot be reached', (ba
       // Not kept: the next attempt asks again (and fails again, as bounded).
       expect((await fetch(`${server.url}/auth/oidc/start`, { redirect: 'manual' })).status).toBe(502);
     }
+  });
+
+  it('brakes a client whose callbacks keep failing (429 with Retry-After), as password sign-in does', async () => {
+    const server = await startTestServer(backend, { ...sso(closedUrl), LOUPE_AUTH_FAILURES_PER_MINUTE: '2' });
+    servers.push(server);
+    const callback = `${server.url}/auth/oidc/callback?code=guess&state=guess`;
+    const statuses = [];
+    for (let i = 0; i < 3; i++) statuses.push((await fetch(callback, { redirect: 'manual' })).status);
+    expect(statuses).toEqual([400, 400, 429]);
+    const braked = await fetch(callback, { redirect: 'manual' });
+    expect(braked.status).toBe(429);
+    expect(braked.headers.get('retry-after')).toBe('60');
+    // The failures are kept in no entity's log (an anonymous client's guesses).
+    const rows = await sqlRows<{ entity: string | null }>(server.server.services.orm.em, sql`select entity from audit_events where action = 'sign_in_failed'`);
+    expect(rows.length).toBe(2);
+    expect(rows.every((row) => row.entity === null)).toBe(true);
   });
 });
 
