@@ -114,6 +114,11 @@ describeEachBackend('single sign-on', (backend) => {
     const [user] = await sqlRows<{ password_hash: string | null }>(db(), sql`select password_hash from users where id = ${me.body.user_id}`);
     expect(user!.password_hash).toBeNull();
 
+    // The access log has the callback without its code and state.
+    const lines = server.logs.filter((line) => typeof line.url === 'string' && (line.url as string).startsWith('/auth/oidc/callback'));
+    expect(lines.length).toBeGreaterThan(0);
+    expect(lines.every((line) => line.url === '/auth/oidc/callback?…')).toBe(true);
+
     const audit = await withCookie(server, cookie, 'POST', `/entities/${ENTITY}/audit/query`, { body: {} });
     expect(audit.status, audit.text).toBe(200);
     expect(audit.body.events).toContainEqual(expect.objectContaining({
