@@ -207,6 +207,26 @@ describeEachBackend('single sign-on', (backend) => {
     expect(sessionOf(jar)).toBeUndefined();
   });
 
+  it.skipIf(backend === 'sqlite')('an attempt started at one server process finishes at another on the same database (behind a balancer): the same secret opens its cookie', async () => {
+    const second = await startTestServer(backend, env(), server.database);
+    try {
+      const sub = login({ preferred_username: 'balanced', groups: ['staff'] });
+      const jar = new CookieJar();
+      const callback = await signInAtProvider(jar, await start(jar), sub);
+      // The balancer sends the browser's return to the other process (same host name for the browser).
+      const attempt = jar.get(new URL(server.url).origin, 'loupe_oidc')!;
+      const otherJar = new CookieJar();
+      otherJar.set(new URL(second.url).origin, 'loupe_oidc', attempt);
+      const answer = await browserFetch(otherJar, new URL(`${callback.pathname}${callback.search}`, second.url));
+      expect(answer.status, await answer.clone().text()).toBe(302);
+      const token = otherJar.get(new URL(second.url).origin, 'loupe_session')!;
+      const me = await withCookie(server, `loupe_session=${token}`, 'GET', '/me');
+      expect(me.body).toMatchObject({ username: 'balanced', memberships: [{ entity: ENTITY, role: 'member' }] });
+    } finally {
+      await second.stop();
+    }
+  });
+
   it('refuses an answer whose state is not the attempt\'s (400): no session, nothing made', async () => {
     const sub = login({ preferred_username: 'mallory-state', groups: ['staff'] });
     const jar = new CookieJar();
@@ -339,6 +359,17 @@ describeEachBackend('single sign-on with a provider that cannot be reached', (ba
       expect(performance.now() - started).toBeLessThan(5_000);
       // Not kept: the next attempt asks again (and fails again, as bounded).
       expect((await fetch(`${server.url}/auth/oidc/start`, { redirect: 'manual' })).status).toBe(502);
+    }
+  });
+
+  it('without single sign-on configured: the routes answer 404 and the methods say so', async () => {
+    const server = await startTestServer(backend);
+    servers.push(server);
+    expect((await rest(server, 'GET', '/auth/methods')).body).toEqual({ password: true, single_sign_on: false });
+    for (const path of ['/auth/oidc/start', '/auth/oidc/callback?code=a&state=b']) {
+      const answer = await fetch(`${server.url}${path}`, { redirect: 'manual' });
+      expect(answer.status).toBe(404);
+      expect(await answer.text()).toContain('Single sign-on is not configured on this server.');
     }
   });
 
