@@ -30,6 +30,8 @@ export function oidcRoutes(services: Services) {
     try {
       if (!services.singleSignOn) return page(res, 404, 'Single sign-on is not configured on this server.');
       if (req.originalUrl.length > MAX_URL) return page(res, 414, 'The address is too long for a sign-in; start again.');
+      // A HEAD (a link checker, a prefetch) never redeems a code: only the browser's GET does.
+      if (path === OIDC_CALLBACK_PATH && req.method !== 'GET') return page(res, 405, 'The provider sends the browser back here with a GET.', { Allow: 'GET' });
       if (path === OIDC_START_PATH) await start(services, req, res);
       else await callback(services, req, res);
     } catch (error) {

@@ -309,6 +309,8 @@ describeEachBackend('single sign-on', (backend) => {
     const refused = await fetch(huger, { redirect: 'manual' }).catch(() => undefined);
     if (refused) expect(refused.status).toBeGreaterThanOrEqual(400);
     if (refused) expect(refused.status).toBeLessThan(500);
+    // A HEAD never redeems a code.
+    expect((await fetch(`${server.url}/auth/oidc/callback?code=a&state=b`, { method: 'HEAD', redirect: 'manual' })).status).toBe(405);
     expect((await rest(server, 'GET', '/health')).status).toBe(200);
   });
 });
