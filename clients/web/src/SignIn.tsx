@@ -1,12 +1,9 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useId, useState, type FormEvent } from 'react';
 import { apiClient, meQuery, messageOf, signInMethodsQuery, statusOf } from './api.ts';
-import { expectCookieSession, signedInWithCookie, signIn } from './session.ts';
+import { expectCookieSession, lastSignedInWith, signedInWithCookie, signIn } from './session.ts';
 
 type Way = 'password' | 'key';
-
-/** The way this page last signed in: after a sign-out (or a refused key) the same form shows again. */
-let lastWay: Way | undefined;
 
 /**
  * The sign-in: username and password (when the server allows it), single sign-on (when it is
@@ -16,7 +13,8 @@ let lastWay: Way | undefined;
 export function SignIn({ notice }: { notice?: string | undefined }) {
   const id = useId();
   const methods = useQuery(signInMethodsQuery());
-  const [chosen, setChosen] = useState<Way | undefined>(lastWay);
+  // After a sign-out (or a refused key) the way the tab was signed in shows again.
+  const [chosen, setChosen] = useState<Way | undefined>(() => (lastSignedInWith() === 'key' ? 'key' : undefined));
   // Until the server says, and when it cannot be asked, the key form (which always works) waits behind the choice.
   const password = methods.data?.password ?? false;
   const way: Way | undefined = chosen ?? (password ? 'password' : undefined);
@@ -61,7 +59,6 @@ function PasswordForm() {
   const send = useMutation({
     mutationFn: (input: { username: string; password: string }) => apiClient().auth.signIn.mutate(input),
     onSuccess: ({ user }) => {
-      lastWay = 'password';
       const session = signedInWithCookie();
       queryClient.setQueryData(meQuery(apiClient(), session).queryKey, user);
     },
@@ -97,10 +94,7 @@ function KeyForm() {
   const errorId = useId();
   const check = useMutation({
     mutationFn: (key: string) => apiClient(key).me.read.query({}),
-    onSuccess: (_me, key) => {
-      lastWay = 'key';
-      signIn(key);
-    },
+    onSuccess: (_me, key) => signIn(key),
   });
   const submit = (event: FormEvent) => {
     event.preventDefault();

@@ -79,8 +79,17 @@ export function expectCookieSession(): void {
   }
 }
 
+let lastKind: 'key' | 'cookie' | undefined;
+
+/** How the tab was last signed in, until the page is left: its sign-in offers the same way again. */
+export function lastSignedInWith(): 'key' | 'cookie' | undefined {
+  return lastKind;
+}
+
 /** Forgets the session of the tab (the caller ends a cookie session on the server first). */
 export function signOut(): void {
+  const apiKey = sessionStorage.getItem(KEY_STORAGE);
+  if (apiKey || cookieSession) lastKind = apiKey ? 'key' : 'cookie';
   sessionStorage.removeItem(KEY_STORAGE);
   try {
     localStorage.removeItem(COOKIE_MARK);

@@ -150,6 +150,7 @@ describeInBrowser('web app in Chromium', () => {
         expect(html).not.toMatch(/<script(?![^>]*\ssrc=)[^>]*>/i);
         expect(html).not.toMatch(/<style|\sstyle=|\son[a-z]+=/i);
         expect(html).not.toMatch(/https?:\/\//);
+        await page.getByRole('button', { name: 'Use an API key instead' }).click();
         await page.getByLabel('API key').waitFor();
         const assets = await page.evaluate(() => performance.getEntriesByType('resource').map((entry) => entry.name));
         for (const asset of assets) expect(new URL(asset).origin).toBe(server.url);
