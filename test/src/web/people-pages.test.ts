@@ -355,7 +355,7 @@ describeInBrowser('people pages in Chromium', () => {
       const shots: [string, string, (page: Page) => Promise<unknown>][] = [
         ['sign-in', '/app/', (page) => page.getByLabel('Password').waitFor()],
         ['invitation', link.pathname + link.hash, (page) => page.getByLabel('Username').waitFor()],
-        ['members', `/app/e/${ENTITY}/members`, (page) => page.getByText('Pending invitations').waitFor()],
+        ['members', `/app/e/${ENTITY}/members`, (page) => page.getByRole('heading', { name: 'Pending invitations' }).waitFor()],
         ['keys', '/app/keys', (page) => page.getByText(/You have no API key|Your API keys/).first().waitFor()],
       ];
       for (const [name, path, shown] of shots) {
