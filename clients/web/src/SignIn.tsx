@@ -17,7 +17,8 @@ export function SignIn({ notice }: { notice?: string | undefined }) {
   const [chosen, setChosen] = useState<Way | undefined>(() => (lastSignedInWith() === 'key' ? 'key' : undefined));
   // Until the server says, and when it cannot be asked, the key form (which always works) waits behind the choice.
   const password = methods.data?.password ?? false;
-  const way: Way | undefined = chosen ?? (password ? 'password' : undefined);
+  const keysOnly = methods.data !== undefined && !methods.data.password && !methods.data.single_sign_on;
+  const way: Way | undefined = chosen ?? (password ? 'password' : keysOnly ? 'key' : undefined);
   return (
     <section className="panel narrow sign-in" aria-labelledby={`${id}-title`}>
       <h1 id={`${id}-title`}>Sign in</h1>
@@ -43,9 +44,7 @@ export function SignIn({ notice }: { notice?: string | undefined }) {
           Use an API key instead
         </button>
       )}
-      {methods.data && !methods.data.password && !methods.data.single_sign_on && way !== 'key' ? (
-        <p className="hint">This server signs people in with API keys only.</p>
-      ) : null}
+      {keysOnly ? <p className="hint">This server signs people in with API keys only.</p> : null}
     </section>
   );
 }
