@@ -3,7 +3,7 @@ import { TRPCError } from '@trpc/server';
 import { createExpressMiddleware } from '@trpc/server/adapters/express';
 import express from 'express';
 import { NEXT_CURSOR_HEADER } from '@loupe/shared/headers';
-import { contextFactory } from './api/context.ts';
+import { contextFactory, type Context } from './api/context.ts';
 import type { Services } from './api/services.ts';
 import { errorHeaders } from './api/error-policy.ts';
 import { DomainError } from './domain/errors.ts';
@@ -14,6 +14,7 @@ import { bodyText, jsonBodyReader } from './http/body.ts';
 import { errorHandler, notFound, requireJsonBody } from './http/errors.ts';
 import { Metrics } from './http/metrics.ts';
 import { modelListHttp } from './http/model-list.ts';
+import { oidcRoutes } from './http/oidc-routes.ts';
 import { operationsRouter } from './http/operations.ts';
 import { otlpTracesHttp } from './http/otlp-traces.ts';
 import { RequestTracker } from './http/request-tracker.ts';
@@ -30,9 +31,9 @@ import { webApp } from './http/web-app.ts';
  * A single query answered with a next page repeats that page's cursor in `Loupe-Next-Cursor`: a
  * client reads headers before the body, so it can ask for the next page while it still parses this one.
  */
-function typedDoorMeta({ errors, data }: { errors: readonly TRPCError[]; data: readonly unknown[] }) {
+function typedDoorMeta({ ctx, errors, data }: { ctx?: Context | undefined; errors: readonly TRPCError[]; data: readonly unknown[] }) {
   const first = errors[0];
-  if (first) return { headers: { ...errorHeaders(first), 'Content-Type': 'application/json' } };
+  if (first) return { headers: { ...errorHeaders(first, ctx?.res.req), 'Content-Type': 'application/json' } };
   const cursor = data.length === 1 ? nextCursorOf(data[0]) : undefined;
   return cursor && cursor.length <= MAX_HINTED_CURSOR ? { headers: { [NEXT_CURSOR_HEADER]: cursor } } : {};
 }
@@ -76,6 +77,8 @@ export function createApp(services: Services): { listener: RequestListener; drai
   const operations = operationsRouter(services.orm, metrics, services.config.dbTimeouts.connectMs, userRequirement(services));
   const operationMethods = new Set(['GET', 'HEAD', 'OPTIONS']);
   app.use((req, res, next) => (operationMethods.has(req.method) ? operations(req, res, next) : next()));
+  // Single sign-on's browser routes (GET only, no body): redirects and a page, beside the API.
+  app.use(oidcRoutes(services));
   // OpenTelemetry's OTLP/HTTP routes read protobuf and gzip bodies with their own reader (same limits).
   app.use(otlpTracesHttp(services));
   // Nothing of a body is read before its route is known and its credentials are checked.

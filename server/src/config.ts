@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import proxyAddr from 'proxy-addr';
 import { z } from 'zod';
+import { NAME_PART, ROLES, type Role } from '@loupe/shared';
 
 const DEFAULT_CATALOG = fileURLToPath(new URL('./catalog/default-models.json', import.meta.url));
 
@@ -83,6 +84,30 @@ const RetrySchedule = z.string().transform((text, ctx): number[] => {
   return delays;
 });
 
+/**
+ * LOUPE_OIDC_ROLE_MAP: `value=role` pairs, comma-separated (`loupe-admins=admin, annotators=member`).
+ * A value is split from its role at the last `=`, so group paths and URNs may hold one.
+ */
+const RoleMap = z.string().transform((text, ctx): { value: string; role: Role }[] => {
+  const pairs = text.split(',').map((part) => part.trim()).filter((part) => part !== '');
+  const map: { value: string; role: Role }[] = [];
+  for (const pair of pairs) {
+    const eq = pair.lastIndexOf('=');
+    const value = eq > 0 ? pair.slice(0, eq).trim() : '';
+    const role = eq > 0 ? pair.slice(eq + 1).trim() : '';
+    if (!value || value.length > 256 || !(ROLES as readonly string[]).includes(role)) {
+      ctx.addIssue({ code: 'custom', message: `must be comma-separated value=role pairs with role one of ${ROLES.join(', ')} (e.g. loupe-admins=admin, annotators=member)` });
+      return z.NEVER;
+    }
+    map.push({ value, role: role as Role });
+  }
+  if (map.length > 1000) {
+    ctx.addIssue({ code: 'custom', message: 'may map at most 1000 values' });
+    return z.NEVER;
+  }
+  return map;
+});
+
 /** Every setting, read from the environment; names are those of the README's configuration table. */
 const Env = z.object({
   HOST: z.string().min(1).default('127.0.0.1'),
@@ -138,6 +163,14 @@ const Env = z.object({
   LOUPE_SESSION_IDLE_HOURS: int(1, 24 * 365).default(72),
   LOUPE_SESSION_MAX_DAYS: int(1, 3_650).default(30),
   LOUPE_PASSWORD_SIGN_IN: bool.default(true),
+  LOUPE_OIDC_ISSUER: z.url({ protocol: /^https?$/ }).max(2048).optional(),
+  LOUPE_OIDC_CLIENT_ID: z.string().max(1024).optional(),
+  LOUPE_OIDC_CLIENT_SECRET: z.string().max(4096).optional(),
+  LOUPE_OIDC_ENTITY: z.string().regex(NAME_PART, 'must be an entity name: 1-128 of [A-Za-z0-9_.-] starting with a letter or digit').optional(),
+  LOUPE_OIDC_ROLE_CLAIM: z.string().min(1).max(256).default('groups'),
+  LOUPE_OIDC_ROLE_MAP: RoleMap.optional(),
+  LOUPE_OIDC_DEFAULT_ROLE: z.enum(ROLES).optional(),
+  LOUPE_OIDC_TIMEOUT_MS: int(100, 600_000).default(10_000),
 });
 
 /** How long the database may take: to connect (or lend a connection), per statement, idle in a transaction (PostgreSQL). */
@@ -215,6 +248,25 @@ export type PeopleSettings = {
   sessionIdleMs: number;
   sessionMaxMs: number;
   passwordSignIn: boolean;
+  /** Single sign-on with OpenID Connect; undefined when LOUPE_OIDC_ISSUER and the client are not set. */
+  oidc: OidcSettings | undefined;
+};
+
+/** Single sign-on (contract 5.12): the provider, this server's client there, where people join and with which role. */
+export type OidcSettings = {
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+  /** The entity a person signing in this way belongs to. */
+  entity: string;
+  /** The ID token claim (or userinfo claim) whose value, a string or an array of strings, names the role. */
+  roleClaim: string;
+  /** Claim values and their roles; when several match, the strongest wins (admin, member, annotator, viewer). */
+  roleMap: { value: string; role: Role }[];
+  /** The role of a person none of whose values is mapped; undefined: such a person is refused. */
+  defaultRole: Role | undefined;
+  /** The longest one request to the provider (discovery, token) may take. */
+  timeoutMs: number;
 };
 
 /** How webhook deliveries are made (contract 5.13). */
@@ -245,6 +297,50 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
   }
   const e = parsed.data;
+  return {
+    ...settingsBeforeOidc(e),
+    people: {
+      publicUrl: e.LOUPE_PUBLIC_URL?.replace(/\/+$/, ''),
+      cookieSecure: e.LOUPE_COOKIE_SECURE,
+      sessionIdleMs: e.LOUPE_SESSION_IDLE_HOURS * 3_600_000,
+      sessionMaxMs: e.LOUPE_SESSION_MAX_DAYS * 86_400_000,
+      passwordSignIn: e.LOUPE_PASSWORD_SIGN_IN,
+      oidc: oidcSettings(e, env),
+    },
+  };
+}
+
+/**
+ * Single sign-on is on when the provider and the client are all set; some of them (or any other
+ * LOUPE_OIDC_* setting) without the rest is a mistake the server refuses to start with.
+ */
+function oidcSettings(e: z.infer<typeof Env>, env: Record<string, string | undefined>): OidcSettings | undefined {
+  const required = ['LOUPE_OIDC_ISSUER', 'LOUPE_OIDC_CLIENT_ID', 'LOUPE_OIDC_CLIENT_SECRET'] as const;
+  const given = Object.keys(env).filter((name) => name.startsWith('LOUPE_OIDC_') && env[name] !== undefined && env[name] !== '');
+  if (given.length === 0) return undefined;
+  const problems: string[] = [];
+  const missing = required.filter((name) => !e[name]);
+  if (missing.length > 0) {
+    problems.push(`single sign-on needs ${required.join(', ')}; ${given.sort().join(', ')} ${given.length === 1 ? 'is' : 'are'} set but ${missing.join(', ')} ${missing.length === 1 ? 'is' : 'are'} not`);
+  }
+  if (!e.LOUPE_OIDC_ENTITY) problems.push('LOUPE_OIDC_ENTITY: single sign-on needs the entity people who sign in this way join');
+  if (!e.LOUPE_OIDC_ROLE_MAP?.length && !e.LOUPE_OIDC_DEFAULT_ROLE) {
+    problems.push('LOUPE_OIDC_ROLE_MAP, LOUPE_OIDC_DEFAULT_ROLE: single sign-on needs at least one of them, or nobody could be given a role');
+  }
+  if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);
+  return {
+    issuer: e.LOUPE_OIDC_ISSUER!,
+    clientId: e.LOUPE_OIDC_CLIENT_ID!,
+    clientSecret: e.LOUPE_OIDC_CLIENT_SECRET!,
+    entity: e.LOUPE_OIDC_ENTITY!,
+    roleClaim: e.LOUPE_OIDC_ROLE_CLAIM,
+    roleMap: e.LOUPE_OIDC_ROLE_MAP ?? [],
+    defaultRole: e.LOUPE_OIDC_DEFAULT_ROLE,
+    timeoutMs: e.LOUPE_OIDC_TIMEOUT_MS,
+  };
+}
+
+function settingsBeforeOidc(e: z.infer<typeof Env>): Omit<Config, 'people'> {
   return {
     host: e.HOST,
     port: e.PORT,
@@ -305,13 +401,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       concurrency: e.LOUPE_WEBHOOK_CONCURRENCY,
       pollMs: e.LOUPE_WEBHOOK_POLL_MS,
       retentionDays: e.LOUPE_WEBHOOK_RETENTION_DAYS,
-    },
-    people: {
-      publicUrl: e.LOUPE_PUBLIC_URL?.replace(/\/+$/, ''),
-      cookieSecure: e.LOUPE_COOKIE_SECURE,
-      sessionIdleMs: e.LOUPE_SESSION_IDLE_HOURS * 3_600_000,
-      sessionMaxMs: e.LOUPE_SESSION_MAX_DAYS * 86_400_000,
-      passwordSignIn: e.LOUPE_PASSWORD_SIGN_IN,
     },
   };
 }

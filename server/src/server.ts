@@ -2,6 +2,8 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createAuthBrake } from './auth/brake.ts';
+import { OidcClient } from './auth/oidc-client.ts';
+import { OidcStateSeal } from './auth/oidc-state.ts';
 import { ModelCatalog } from './catalog/catalog.ts';
 import type { Config } from './config.ts';
 import { maskedDatabaseUrl } from './db/database-url.ts';
@@ -80,6 +82,8 @@ async function serve({ config, log, catalog, parts }: Serving, unlock = () => {}
     heapBudget: heapBudgetOf(config.limits.bodyBudget, config.limits.bodyShare),
     ruleBackfills,
     webhooks: { box, resolve, worker },
+    // Nothing is asked of the provider here: its metadata is fetched at the first sign-in.
+    singleSignOn: config.people.oidc ? { client: new OidcClient(config.people.oidc), seal: new OidcStateSeal(secret) } : undefined,
   };
   // Listening before the first request: a subscription opened right after start-up misses nothing.
   await waitAtMost(services.queueEvents.ready(), config.dbTimeouts.connectMs);

@@ -5,14 +5,14 @@ import { createContext, useCallback, useContext, useEffect, useMemo, useState } 
 import { annotatorOnly } from './access.ts';
 import { apiClient, meQuery, statusOf } from './api.ts';
 import { links } from './routes.ts';
-import { signOut, useSession, type Session } from './session.ts';
+import { signedInWithCookie, signOut, useSessionState, type Session } from './session.ts';
 import { SignIn } from './SignIn.tsx';
 
 /** What the signed-in pages share: the session's typed client and its id (the key of its queries). */
 type SignedIn = { client: LoupeClient; session: number };
 
-/** The tab's session as the layout holds it: signed in or not, and why it was last left. */
-type SessionState = { session: Session; notice: string | undefined; leave: (why?: string) => void };
+/** The tab's session as the layout holds it: signed in or not (or not known yet), and why it was last left. */
+type SessionState = { session: Session; checking: boolean; notice: string | undefined; leave: (why?: string) => void };
 
 const SessionContext = createContext<SessionState | null>(null);
 const SignedInContext = createContext<SignedIn | null>(null);
@@ -26,13 +26,13 @@ export function useSignedIn(): SignedIn {
 
 /** The frame of every page: the skip link, the main navigation, the account, and the page. */
 export function App() {
-  const session = useSession();
+  const { session, checking } = useSessionState();
   const queryClient = useQueryClient();
   const [notice, setNotice] = useState<string>();
   const leave = useCallback(
     (why?: string) => {
       signOut();
-      // Nothing read with the key outlives it.
+      // Nothing read in the session outlives it.
       queryClient.removeQueries({ queryKey: ['session'] });
       setNotice(why);
     },
@@ -41,7 +41,8 @@ export function App() {
   useEffect(() => {
     if (session) setNotice(undefined);
   }, [session]);
-  const state = useMemo(() => ({ session, notice, leave }), [session, notice, leave]);
+  useCookieCheck(checking);
+  const state = useMemo(() => ({ session, checking, notice, leave }), [session, checking, notice, leave]);
 
   return (
     <>
@@ -60,6 +61,34 @@ export function App() {
       </main>
     </>
   );
+}
+
+/**
+ * On load, when a cookie session was begun in this browser: `me.read` with the cookie says
+ * whether it still holds (then the tab is signed in with it, its answer already read) or not.
+ */
+function useCookieCheck(checking: boolean): void {
+  const queryClient = useQueryClient();
+  useEffect(() => {
+    if (!checking) return;
+    let current = true;
+    apiClient()
+      .me.read.query({})
+      .then(
+        (me) => {
+          if (!current) return;
+          const id = signedInWithCookie();
+          queryClient.setQueryData(meQuery(apiClient(), id).queryKey, me);
+        },
+        () => {
+          // Ended, expired or unreachable: the sign-in shows (a cookie, if any, is left to expire).
+          if (current) signOut();
+        },
+      );
+    return () => {
+      current = false;
+    };
+  }, [checking, queryClient]);
 }
 
 /**
@@ -85,18 +114,34 @@ function MainNav({ session }: { session: Session }) {
         <li>
           <Link {...links.models()}>Models</Link>
         </li>
+        {session ? (
+          <li>
+            <Link {...links.keys()}>API keys</Link>
+          </li>
+        ) : null}
       </ul>
     </nav>
   );
 }
 
+/** Who is signed in, and the sign-out: a cookie session is ended on the server, a key is forgotten. */
 function Account({ session, onSignOut }: { session: NonNullable<Session>; onSignOut: () => void }) {
   const client = useMemo(() => apiClient(session.apiKey), [session]);
   const me = useQuery(meQuery(client, session.id));
+  const [leaving, setLeaving] = useState(false);
+  const signOutNow = async () => {
+    if (session.apiKey === undefined) {
+      setLeaving(true);
+      // Signed out here whatever the answer: a session the server cannot end now expires on its own.
+      await client.auth.signOut.mutate({}).catch(() => undefined);
+      setLeaving(false);
+    }
+    onSignOut();
+  };
   return (
     <div className="account">
       {me.data ? <span>Signed in as <strong>{me.data.username}</strong></span> : null}
-      <button type="button" onClick={() => onSignOut()}>
+      <button type="button" onClick={() => void signOutNow()} disabled={leaving}>
         Sign out
       </button>
     </div>
@@ -105,18 +150,25 @@ function Account({ session, onSignOut }: { session: NonNullable<Session>; onSign
 
 /** The pages behind the sign-in: the sign-in form until there is a session. */
 export function SignedInPages() {
-  const { session, notice, leave } = useContext(SessionContext)!;
+  const { session, checking, notice, leave } = useContext(SessionContext)!;
+  if (checking) return <p role="status">Loading…</p>;
   return session ? <SignedInSession session={session} onRefused={leave} /> : <SignIn notice={notice} />;
 }
 
-/** A signed-in page; a key revoked meanwhile signs the tab out with a word why. */
+/** The tab's session, for the public pages that act differently for someone signed in. */
+export function useSessionOfLayout(): Pick<SessionState, 'session' | 'checking'> {
+  const { session, checking } = useContext(SessionContext)!;
+  return { session, checking };
+}
+
+/** A signed-in page; a key revoked or a session ended meanwhile signs the tab out with a word why. */
 function SignedInSession({ session, onRefused }: { session: NonNullable<Session>; onRefused: (why: string) => void }) {
   const client = useMemo(() => apiClient(session.apiKey), [session]);
   const me = useQuery(meQuery(client, session.id));
   const refused = me.isError && statusOf(me.error) === 401;
   useEffect(() => {
-    if (refused) onRefused('Your API key is no longer accepted: sign in again.');
-  }, [refused, onRefused]);
+    if (refused) onRefused(session.apiKey !== undefined ? 'Your API key is no longer accepted: sign in again.' : 'Your session has ended: sign in again.');
+  }, [refused, onRefused, session.apiKey]);
   const signedIn = useMemo(() => ({ client, session: session.id }), [client, session.id]);
   return (
     <SignedInContext.Provider value={signedIn}>

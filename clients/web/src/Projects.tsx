@@ -27,6 +27,14 @@ export function Projects({ client, session }: { client: LoupeClient; session: nu
             {me.data.memberships.map(({ entity, role }) => (
               <li key={entity}>
                 <strong>{entity}</strong> <span className="role">{role}</span>
+                {role === 'admin' ? (
+                  <>
+                    {' '}
+                    <Link className="members-link" {...links.members(entity)} aria-label={`Members of ${entity}`}>
+                      Members
+                    </Link>
+                  </>
+                ) : null}
               </li>
             ))}
           </ul>

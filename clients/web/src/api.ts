@@ -5,23 +5,21 @@ import { queryOptions } from '@tanstack/react-query';
 // Every call to Loupe goes through the typed client; TanStack Query caches and tracks them.
 
 export type Me = RouterOutputs['me']['read'];
+export type SignInMethods = RouterOutputs['auth']['methods'];
 export type Project = RouterOutputs['projects']['query']['projects'][number];
 export type ModelFilters = RouterInputs['models']['list'];
 export type Model = RouterOutputs['models']['list']['data'][number];
 
 /**
- * Requests without the browser's own credentials: a 401 (which carries `WWW-Authenticate: Basic`)
- * then comes back to the page instead of opening the browser's password prompt.
- */
-const fetchOwnCredentials: typeof fetch = (input, init) => fetch(input, { ...init, credentials: 'omit' });
-
-/**
- * A client of this page's own origin, with the caller's key when signed in. Queries are batched;
- * writes go out at once: Chromium runs the batch's timer only after the frame that follows a key
- * press, which held Submit and next's first write back by about a frame (16 ms).
+ * A client of this page's own origin: with the caller's key for a key session, else with the
+ * session cookie the browser sends on its own (same-origin requests carry it). A 401 does not open
+ * the browser's password prompt: the server leaves the Basic challenge out for the requests of its
+ * own pages (server/src/api/error-policy.ts). Queries are batched; writes go out at once: Chromium
+ * runs the batch's timer only after the frame that follows a key press, which held Submit and
+ * next's first write back by about a frame (16 ms).
  */
 export function apiClient(apiKey?: string): LoupeClient {
-  return createClient({ url: window.location.origin, fetch: fetchOwnCredentials, batch: 'queries', ...(apiKey ? { apiKey } : {}) });
+  return createClient({ url: window.location.origin, batch: 'queries', ...(apiKey ? { apiKey } : {}) });
 }
 
 /** The HTTP status of a failed call (0 when the server was not reached). */
@@ -45,3 +43,7 @@ export const projectsQuery = (client: LoupeClient, session: number) =>
 
 export const modelsQuery = (client: LoupeClient, filters: ModelFilters) =>
   queryOptions({ queryKey: ['models', filters], queryFn: async () => (await client.models.list.query(filters)).data });
+
+/** How people may sign in here (public; the same for every visitor, kept for the page's life). */
+export const signInMethodsQuery = () =>
+  queryOptions({ queryKey: ['sign-in-methods'], queryFn: () => apiClient().auth.methods.query({}), staleTime: Infinity });

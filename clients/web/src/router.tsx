@@ -8,8 +8,14 @@ import { MyQueuesPage } from './pages/MyQueuesPage.tsx';
 import { ProjectPage } from './pages/ProjectPage.tsx';
 import { QueuePage } from './pages/QueuePage.tsx';
 import { WebhooksPage } from './pages/WebhooksPage.tsx';
+import { AcceptInvitationPage } from './people/AcceptInvitationPage.tsx';
+import { KeysPage } from './people/KeysPage.tsx';
+import { MembersPage } from './people/MembersPage.tsx';
 import {
+  acceptInvitationRoute,
   agreementRoute,
+  keysRoute,
+  membersRoute,
   annotateRoute,
   mineRoute,
   modelsRoute,
@@ -34,6 +40,18 @@ function useQueueParams(): { projectId: string; queueId: string } {
 rootRoute.update({ component: App, notFoundComponent: NotFound });
 modelsRoute.update({ component: Models });
 signedInRoute.update({ component: SignedInPages });
+acceptInvitationRoute.update({ component: AcceptInvitationPage });
+keysRoute.update({
+  component: function KeysRoute() {
+    return <KeysPage {...useSignedIn()} />;
+  },
+});
+membersRoute.update({
+  component: function MembersRoute() {
+    const { entity } = membersRoute.useParams();
+    return <MembersPage {...useSignedIn()} entity={entity} />;
+  },
+});
 projectsRoute.update({
   component: function ProjectsRoute() {
     return <Projects {...useSignedIn()} />;

@@ -7,19 +7,25 @@ import { createRootRoute, createRoute, linkOptions } from '@tanstack/react-route
 //   /                                              projects (an annotator is sent on to My queues)
 //   /mine                                          My queues: every queue the caller may claim from
 //   /models                                        the model catalog (public)
+//   /accept-invitation#token=<token>               accepting an invitation (public; the token in the fragment)
+//   /keys                                          the caller's own API keys
+//   /e/<entity>/members                            an entity's members and invitations (its admins)
 //   /p/<entity>/<project>                          a project: its queues, specs and calls
 //   /p/<entity>/<project>/webhooks                 its webhooks and their deliveries
 //   /p/<entity>/<project>/q/<queue_id>             a queue: progress, items
 //   /p/<entity>/<project>/q/<queue_id>/annotate    annotating the queue
 //   /p/<entity>/<project>/q/<queue_id>/agreement   agreement between its annotators
 //
-// Every page but the model catalog is behind the sign-in (the pathless `signed-in` route).
+// Every page but the model catalog and the invitation is behind the sign-in (the pathless `signed-in` route).
 
 export const rootRoute = createRootRoute();
 export const modelsRoute = createRoute({ getParentRoute: () => rootRoute, path: 'models' });
+export const acceptInvitationRoute = createRoute({ getParentRoute: () => rootRoute, path: 'accept-invitation' });
 export const signedInRoute = createRoute({ getParentRoute: () => rootRoute, id: 'signed-in' });
 export const projectsRoute = createRoute({ getParentRoute: () => signedInRoute, path: '/' });
 export const mineRoute = createRoute({ getParentRoute: () => signedInRoute, path: 'mine' });
+export const keysRoute = createRoute({ getParentRoute: () => signedInRoute, path: 'keys' });
+export const membersRoute = createRoute({ getParentRoute: () => signedInRoute, path: 'e/$entity/members' });
 export const projectRoute = createRoute({ getParentRoute: () => signedInRoute, path: 'p/$entity/$project' });
 export const webhooksRoute = createRoute({ getParentRoute: () => signedInRoute, path: 'p/$entity/$project/webhooks' });
 export const queueRoute = createRoute({ getParentRoute: () => signedInRoute, path: 'p/$entity/$project/q/$queueId' });
@@ -29,7 +35,8 @@ export const agreementRoute = createRoute({ getParentRoute: () => queueRoute, pa
 
 export const routeTree = rootRoute.addChildren([
   modelsRoute,
-  signedInRoute.addChildren([projectsRoute, mineRoute, projectRoute, webhooksRoute, queueRoute.addChildren([queueIndexRoute, annotateRoute, agreementRoute])]),
+  acceptInvitationRoute,
+  signedInRoute.addChildren([projectsRoute, mineRoute, keysRoute, membersRoute, projectRoute, webhooksRoute, queueRoute.addChildren([queueIndexRoute, annotateRoute, agreementRoute])]),
 ]);
 
 /** Every page by name; a path that matches none of them shows "Page not found". */
@@ -37,6 +44,9 @@ export const pageRoutes = {
   projects: projectsRoute,
   mine: mineRoute,
   models: modelsRoute,
+  'accept-invitation': acceptInvitationRoute,
+  keys: keysRoute,
+  members: membersRoute,
   project: projectRoute,
   webhooks: webhooksRoute,
   queue: queueIndexRoute,
@@ -60,6 +70,8 @@ export const links = {
   projects: () => linkOptions({ to: '/', activeOptions: exact }),
   mine: () => linkOptions({ to: '/mine', activeOptions: exact }),
   models: () => linkOptions({ to: '/models', activeOptions: exact }),
+  keys: () => linkOptions({ to: '/keys', activeOptions: exact }),
+  members: (entity: string) => linkOptions({ to: '/e/$entity/members', params: { entity }, activeOptions: exact }),
   project: (projectId: string) => linkOptions({ to: '/p/$entity/$project', params: projectParams(projectId), activeOptions: exact }),
   webhooks: (projectId: string) => linkOptions({ to: '/p/$entity/$project/webhooks', params: projectParams(projectId), activeOptions: exact }),
   queue: (projectId: string, queueId: string) =>

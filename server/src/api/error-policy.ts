@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import { TRPCError } from '@trpc/server';
 import type { TRPC_ERROR_CODE_KEY } from '@trpc/server/rpc';
 import { fieldPath } from '@loupe/shared';
@@ -65,10 +66,10 @@ export function reasonOf(error: TRPCError): string {
 }
 
 /** Headers an error status needs: the auth challenge on 401, a retry hint on 429 and 503. */
-export function errorHeaders(error: TRPCError): Record<string, string> {
+export function errorHeaders(error: TRPCError, req: IncomingMessage | undefined): Record<string, string> {
   switch (error.code) {
     case 'UNAUTHORIZED':
-      return { 'WWW-Authenticate': 'Basic realm="loupe"' };
+      return req !== undefined && fromLoupePage(req) ? {} : { 'WWW-Authenticate': 'Basic realm="loupe"' };
     case 'TOO_MANY_REQUESTS': {
       const seconds = error.cause instanceof DomainError ? error.cause.retryAfterSeconds : undefined;
       return { 'Retry-After': String(seconds ?? 60) };
@@ -78,4 +79,18 @@ export function errorHeaders(error: TRPCError): Record<string, string> {
     default:
       return {};
   }
+}
+
+/**
+ * Whether a request is a script of Loupe's own pages (the web app's fetch, an EventSource):
+ * the browser marks it `Sec-Fetch-Site: same-origin` and a mode other than `navigate`, and no
+ * other client sends that pair. Such a 401 goes without the Basic challenge: the page answers it
+ * itself (its sign-in form), whereas the challenge would make the browser open its own password
+ * prompt over the page, and the app's requests carry the session cookie (so they cannot leave
+ * credentials out to avoid it). Every other client (curl, the CLI, a page typed in the address
+ * bar) still gets the challenge.
+ */
+function fromLoupePage(req: IncomingMessage): boolean {
+  const mode = req.headers['sec-fetch-mode'];
+  return req.headers['sec-fetch-site'] === 'same-origin' && mode !== undefined && mode !== 'navigate';
 }

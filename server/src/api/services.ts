@@ -1,4 +1,6 @@
 import type { AuthBrake } from '../auth/brake.ts';
+import type { OidcClient } from '../auth/oidc-client.ts';
+import type { OidcStateSeal } from '../auth/oidc-state.ts';
 import type { ModelCatalog } from '../catalog/catalog.ts';
 import type { Config } from '../config.ts';
 import type { Orm } from '../db/orm.ts';
@@ -29,4 +31,6 @@ export type Services = {
   ruleBackfills: { wake(): void };
   /** Webhooks: the box their secrets are sealed in, the resolver their hosts are checked with, this process's delivery worker. */
   webhooks: { box: SecretBox; resolve: ResolveHost; worker: DeliveryWorker };
+  /** Single sign-on (LOUPE_OIDC_*): the provider's client and the seal of attempts' state cookies; undefined when not configured. */
+  singleSignOn: { client: OidcClient; seal: OidcStateSeal } | undefined;
 };

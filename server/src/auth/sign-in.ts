@@ -6,7 +6,7 @@ import type { PeopleSettings } from '../config.ts';
 import { sqlRows, sqlTransaction, type SqlScope } from '../db/sql.ts';
 import { sql } from '../db/statement.ts';
 import { entitiesOfUser, recordAudit } from '../domain/audit-log.ts';
-import { DomainError, invalid } from '../domain/errors.ts';
+import { DomainError, forbidden } from '../domain/errors.ts';
 import { meOf } from '../domain/people.ts';
 
 /** The one answer to a wrong password, an unknown user and a user without a password alike. */
@@ -24,7 +24,7 @@ type SignIn = { req: SignInReq; client: string; settings: PeopleSettings; brake:
  * (a new token at every sign-in: a session id planted before it is never the one that carries it).
  */
 export async function signIn(db: SqlScope, { req, client, settings, brake }: SignIn): Promise<{ user: Me; token: string; maxAgeSeconds: number }> {
-  if (!settings.passwordSignIn) throw invalid('Password sign-in is turned off on this server.');
+  if (!settings.passwordSignIn) throw forbidden('Password sign-in is turned off on this server; sign in with single sign-on.');
   const keys = [`sign-in client ${client}`, `sign-in user ${req.username.toLowerCase()}`];
   for (const key of keys) if (await brake.isBraked(key)) throw new DomainError('rate_limited', BRAKED, BRAKE_WINDOW_SECONDS);
 

@@ -442,6 +442,22 @@ export const InvitationRecord = defineEntity({
   indexes: [{ name: 'invitations_entity_idx', properties: ['entity', 'createdAt'] }],
 });
 
+/**
+ * A person's account at a single sign-on provider (contract 5.12): the provider's issuer and its
+ * `sub` for them name the user, whatever their username or email there becomes.
+ */
+export const UserIdentityRecord = defineEntity({
+  name: 'UserIdentityRecord',
+  tableName: 'user_identities',
+  properties: {
+    issuer: p.text().primary(),
+    subject: p.text().primary(),
+    userId: p.text(),
+    createdAt: p.datetime(),
+  },
+  indexes: [{ name: 'user_identities_user_idx', properties: ['userId'] }],
+});
+
 /** One line of an entity's audit log (contract 5.12); `entity` is null for a failed sign-in of an unknown username. */
 export const AuditEventRecord = defineEntity({
   name: 'AuditEventRecord',
@@ -465,7 +481,7 @@ export function entitiesOf(dialect: 'sqlite' | 'postgresql') {
   const shared = [
     User, ApiKey, EntityRecord, Membership, Project, Call, AnnotationSpecRecord, AnnotationQueueRecord, AnnotationQueueAssigneeRecord, AnnotationQueueItemRecord,
     AnnotationItemProgressRecord, FeedbackRecord, ServerSecret, QueueRuleRecord, QueueRuleDayRecord, WebhookRecord, WebhookEventRecord, WebhookDeliveryRecord,
-    SessionRecord, InvitationRecord, AuditEventRecord,
+    SessionRecord, InvitationRecord, AuditEventRecord, UserIdentityRecord,
   ];
   return dialect === 'postgresql' ? [...shared, AuthFailureRecord] : shared;
 }

@@ -46,7 +46,7 @@ export function sendFailure(req: Request, res: Response, error: unknown): void {
     requestLog(req)?.error({ err: normalized.cause ?? normalized, code: normalized.code }, 'request failed');
   }
   const status = getHTTPStatusCodeFromError(normalized);
-  sendError(req, res, status, normalized.code, reasonOf(normalized), errorHeaders(normalized), zodIssues(normalized));
+  sendError(req, res, status, normalized.code, reasonOf(normalized), errorHeaders(normalized, req), zodIssues(normalized));
 }
 
 /** Unknown routes: a JSON 404 like every other error. */

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { newId } from '../domain/ids.ts';
 import { bindRequestLog, type Logger } from '../log.ts';
 import type { Metrics } from './metrics.ts';
+import { OIDC_CALLBACK_PATH } from './oidc-routes.ts';
 
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -79,9 +80,11 @@ export class RequestTracker {
       // (Express keeps it as originalUrl; a poll answered before Express has only req.url).
       const url = req.originalUrl ?? req.url!;
       const query = url.indexOf('?');
-      this.#metrics.observe(method, this.#routeOf(method, query < 0 ? url : url.slice(0, query)), status, durationMs / 1000);
+      const path = query < 0 ? url : url.slice(0, query);
+      this.#metrics.observe(method, this.#routeOf(method, path), status, durationMs / 1000);
       this.#log[status >= 500 ? 'error' : 'info'](
-        { request_id: req.id, method, url, status, duration_ms: Math.round(durationMs * 1000) / 1000 },
+        // A single sign-on callback's query is the provider's code and state: kept out of the log.
+        { request_id: req.id, method, url: path === OIDC_CALLBACK_PATH && query >= 0 ? `${path}?…` : url, status, duration_ms: Math.round(durationMs * 1000) / 1000 },
         'request',
       );
     } finally {

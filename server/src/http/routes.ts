@@ -1,7 +1,8 @@
+import { OIDC_CALLBACK_PATH, OIDC_START_PATH } from './oidc-routes.ts';
 import { OTLP_EXPLAIN_PATH, OTLP_TRACES_PATH } from './otlp-traces.ts';
 import type { RouteTable } from './route-table.ts';
 
-const OPERATIONS = new Set(['/health', '/ready', '/metrics', '/openapi.json', OTLP_TRACES_PATH, OTLP_EXPLAIN_PATH]);
+const OPERATIONS = new Set(['/health', '/ready', '/metrics', '/openapi.json', OTLP_TRACES_PATH, OTLP_EXPLAIN_PATH, OIDC_START_PATH, OIDC_CALLBACK_PATH]);
 
 /**
  * Names the route a request took, for metric labels: the OpenAPI path template for REST routes,

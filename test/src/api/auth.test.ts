@@ -1,3 +1,4 @@
+import { get, type IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { revokeKey, sql, sqlRun, unitOfWork } from '@loupe/server';
 import { describeEachBackend } from '../harness/backends.ts';
@@ -18,6 +19,33 @@ describeEachBackend('authentication', (backend) => {
       expect(reply.headers.get('www-authenticate')).toBe('Basic realm="loupe"');
       expect(reply.body).toMatchObject({ code: 'UNAUTHORIZED', reason: expect.any(String), request_id: expect.any(String) });
     }
+  });
+
+  it("leaves the Basic challenge out of a 401 to a script of Loupe's own pages (no browser password prompt), on both doors; a navigation still gets it", async () => {
+    const ownPage = { 'sec-fetch-site': 'same-origin', 'sec-fetch-mode': 'cors', 'sec-fetch-dest': 'empty' };
+    const restReply = await rest(server, 'GET', '/me', { headers: ownPage });
+    expect(restReply.status).toBe(401);
+    expect(restReply.headers.get('www-authenticate')).toBeNull();
+    const typed = await fetch(`${server.url}/trpc/me.read?input=${encodeURIComponent('{}')}`, { headers: ownPage });
+    expect(typed.status).toBe(401);
+    expect(typed.headers.get('www-authenticate')).toBeNull();
+    const typedPlain = await fetch(`${server.url}/trpc/me.read?input=${encodeURIComponent('{}')}`);
+    expect(typedPlain.status).toBe(401);
+    expect(typedPlain.headers.get('www-authenticate')).toBe('Basic realm="loupe"');
+    for (const headers of [{ ...ownPage, 'sec-fetch-site': 'cross-site' }, { ...ownPage, 'sec-fetch-site': 'none' }]) {
+      const reply = await rest(server, 'GET', '/me', { headers });
+      expect(reply.status).toBe(401);
+      expect(reply.headers.get('www-authenticate'), JSON.stringify(headers)).toBe('Basic realm="loupe"');
+    }
+    // A page opened from a link of Loupe's own (fetch would add its own Sec-Fetch-Mode: plain HTTP here).
+    const navigation = await new Promise<IncomingMessage>((resolve, reject) => {
+      get(`${server.url}/me`, { headers: { ...ownPage, 'sec-fetch-mode': 'navigate', 'sec-fetch-dest': 'document' } }, (res) => {
+        res.resume();
+        resolve(res);
+      }).on('error', reject);
+    });
+    expect(navigation.statusCode).toBe(401);
+    expect(navigation.headers['www-authenticate']).toBe('Basic realm="loupe"');
   });
 
   it('accepts Basic with username api or the owner, and Bearer; refuses another username', async () => {

@@ -414,7 +414,7 @@ export interface paths {
         put?: never;
         /**
          * Sign in with a password: the user, and a session cookie (loupe_session)
-         * @description A wrong password and an unknown username get the same 401. Failures are braked per client and per username (429).
+         * @description A wrong password and an unknown username get the same 401. Failures are braked per client and per username (429). 403 when password sign-in is turned off (LOUPE_PASSWORD_SIGN_IN=false).
          */
         post: operations["auth-signIn"];
         delete?: never;
@@ -4323,6 +4323,15 @@ export interface operations {
             };
             /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -47,7 +47,8 @@ describeInBrowser('web app in Chromium', () => {
         await screenshot(page, `${backend}-sign-in`);
         expect(await seriousViolations(page)).toEqual([]);
 
-        // A wrong key: a clear message, nothing kept.
+        // A wrong key: a clear message, nothing kept (the key form is the second choice, after the password's).
+        await page.getByRole('button', { name: 'Use an API key instead' }).click();
         await page.getByLabel('API key').fill('lp_not_a_real_key');
         await page.getByRole('button', { name: 'Sign in' }).click();
         const alert = page.getByRole('alert');
@@ -88,6 +89,7 @@ describeInBrowser('web app in Chromium', () => {
         await page.getByLabel('API key').waitFor();
         expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
         await page.reload();
+        await page.getByRole('button', { name: 'Use an API key instead' }).click();
         await page.getByLabel('API key').waitFor();
         expect(await page.getByRole('button', { name: 'Sign out' }).count()).toBe(0);
       } finally {
@@ -148,6 +150,7 @@ describeInBrowser('web app in Chromium', () => {
         expect(html).not.toMatch(/<script(?![^>]*\ssrc=)[^>]*>/i);
         expect(html).not.toMatch(/<style|\sstyle=|\son[a-z]+=/i);
         expect(html).not.toMatch(/https?:\/\//);
+        await page.getByRole('button', { name: 'Use an API key instead' }).click();
         await page.getByLabel('API key').waitFor();
         const assets = await page.evaluate(() => performance.getEntriesByType('resource').map((entry) => entry.name));
         for (const asset of assets) expect(new URL(asset).origin).toBe(server.url);

@@ -30,6 +30,11 @@ const ROUTES: Record<PageName, PageCase> = {
   projects: { path: () => '/app/', signedIn: true, shown: (page) => page.locator('main table tbody tr').first().waitFor() },
   mine: { path: () => '/app/mine', signedIn: true, shown: (page) => page.getByRole('link', { name: 'Start annotating Support answers' }).waitFor() },
   models: { path: () => '/app/models', signedIn: true },
+  // Without its token: the page says the link is incomplete (people-pages.test.ts shows the form).
+  'accept-invitation': { path: () => '/app/accept-invitation', signedIn: false, shown: (page) => page.getByRole('heading', { name: 'You are invited' }).waitFor() },
+  keys: { path: () => '/app/keys', signedIn: true, shown: (page) => page.getByRole('heading', { name: 'Your keys' }).waitFor() },
+  // Alice is a member of acme, not an admin: the page says who manages members (people-pages.test.ts shows an admin's).
+  members: { path: () => '/app/e/acme/members', signedIn: true, shown: (page) => page.getByText('Only admins of acme manage its members.').waitFor() },
   project: { path: () => `/app/p/${PROJECT}`, signedIn: true },
   webhooks: { path: () => `/app/p/${PROJECT}/webhooks`, signedIn: true },
   queue: { path: queuePath, signedIn: true },

@@ -16,13 +16,13 @@ export const authRouter = router({
     .meta(rest({ method: 'GET', path: '/auth/methods', tags, public: true, summary: 'How people may sign in here: password, single sign-on' }))
     .input(SignInMethodsReq)
     .output(SignInMethodsRes)
-    .query(({ ctx }) => ({ password: ctx.services.config.people.passwordSignIn, single_sign_on: false })),
+    .query(({ ctx }) => ({ password: ctx.services.config.people.passwordSignIn, single_sign_on: ctx.services.config.people.oidc !== undefined })),
 
   signIn: publicProcedure
     .meta(rest({
-      method: 'POST', path: '/auth/sign-in', tags, public: true, answers: [401, 429],
+      method: 'POST', path: '/auth/sign-in', tags, public: true, answers: [401, 403, 429],
       summary: 'Sign in with a password: the user, and a session cookie (loupe_session)',
-      description: 'A wrong password and an unknown username get the same 401. Failures are braked per client and per username (429).',
+      description: 'A wrong password and an unknown username get the same 401. Failures are braked per client and per username (429). 403 when password sign-in is turned off (LOUPE_PASSWORD_SIGN_IN=false).',
     }))
     .input(SignInReq)
     .output(SignInRes)
