@@ -114,17 +114,12 @@ function MainNav({ session }: { session: Session }) {
         <li>
           <Link {...links.models()}>Models</Link>
         </li>
-        {session ? (
-          <li>
-            <Link {...links.keys()}>API keys</Link>
-          </li>
-        ) : null}
       </ul>
     </nav>
   );
 }
 
-/** Who is signed in, and the sign-out: a cookie session is ended on the server, a key is forgotten. */
+/** Who is signed in, their API keys, and the sign-out: a cookie session is ended on the server, a key is forgotten. */
 function Account({ session, onSignOut }: { session: NonNullable<Session>; onSignOut: () => void }) {
   const client = useMemo(() => apiClient(session.apiKey), [session]);
   const me = useQuery(meQuery(client, session.id));
@@ -141,6 +136,7 @@ function Account({ session, onSignOut }: { session: NonNullable<Session>; onSign
   return (
     <div className="account">
       {me.data ? <span>Signed in as <strong>{me.data.username}</strong></span> : null}
+      <Link {...links.keys()}>API keys</Link>
       <button type="button" onClick={() => void signOutNow()} disabled={leaving}>
         Sign out
       </button>
