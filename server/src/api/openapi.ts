@@ -11,8 +11,8 @@ type Document = ReturnType<typeof generateOpenApiDocument>;
 const STATUS_DESCRIPTIONS: Record<string, string> = {
   '304': 'Not modified: If-None-Match named the current ETag (no body).',
   '400': 'The request is invalid: not JSON, a schema violation (`issues` lists them) or a broken rule; `reason` says which.',
-  '401': 'No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe").',
-  '403': 'Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing).',
+  '401': 'No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe\'s own pages).',
+  '403': 'Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off.',
   '404': 'A record the request names (in its path or body) does not exist in that project, or is deleted.',
   '409': 'A client-chosen id already exists with different content.',
   '413':

@@ -1616,7 +1616,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -1625,7 +1625,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1726,7 +1726,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -1735,7 +1735,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1831,7 +1831,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -1840,7 +1840,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1965,7 +1965,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -1974,7 +1974,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2074,7 +2074,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2083,7 +2083,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2186,7 +2186,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2195,7 +2195,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2295,7 +2295,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2304,7 +2304,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2396,7 +2396,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2405,7 +2405,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2517,7 +2517,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2526,7 +2526,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2655,7 +2655,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2664,7 +2664,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2778,7 +2778,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2787,7 +2787,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2897,7 +2897,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2906,7 +2906,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3013,7 +3013,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3022,7 +3022,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3137,7 +3137,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3146,7 +3146,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3257,7 +3257,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3266,7 +3266,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3368,7 +3368,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3377,7 +3377,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3474,7 +3474,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3483,7 +3483,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3590,7 +3590,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3599,7 +3599,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3726,7 +3726,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3735,7 +3735,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3854,7 +3854,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3863,7 +3863,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3965,7 +3965,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3974,7 +3974,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4073,7 +4073,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4082,7 +4082,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4179,7 +4179,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4188,7 +4188,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4321,7 +4321,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4330,7 +4330,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4420,7 +4420,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4429,7 +4429,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4521,7 +4521,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4646,7 +4646,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4655,7 +4655,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4742,7 +4742,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4751,7 +4751,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4839,7 +4839,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4848,7 +4848,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4926,7 +4926,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4935,7 +4935,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5030,7 +5030,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5039,7 +5039,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5136,7 +5136,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5145,7 +5145,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5234,7 +5234,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5243,7 +5243,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5336,7 +5336,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5345,7 +5345,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5444,7 +5444,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5453,7 +5453,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5557,7 +5557,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5566,7 +5566,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5657,7 +5657,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5666,7 +5666,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5787,7 +5787,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5796,7 +5796,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5933,7 +5933,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5942,7 +5942,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6038,7 +6038,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6047,7 +6047,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6160,7 +6160,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6169,7 +6169,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6270,7 +6270,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6279,7 +6279,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6354,7 +6354,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6363,7 +6363,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6452,7 +6452,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6461,7 +6461,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6548,7 +6548,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6557,7 +6557,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6688,7 +6688,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6697,7 +6697,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6792,7 +6792,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6801,7 +6801,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6894,7 +6894,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6903,7 +6903,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7011,7 +7011,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7020,7 +7020,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7115,7 +7115,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7124,7 +7124,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7232,7 +7232,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7241,7 +7241,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7341,7 +7341,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7350,7 +7350,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7449,7 +7449,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7458,7 +7458,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7565,7 +7565,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7574,7 +7574,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7689,7 +7689,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7698,7 +7698,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7806,7 +7806,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description No credentials, or an unknown or revoked key (WWW-Authenticate: Basic realm="loupe"). */
+            /** @description No credentials, or an unknown or revoked key or session (WWW-Authenticate: Basic realm="loupe", except to scripts of Loupe's own pages). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7815,7 +7815,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Authenticated, but not allowed on that project (not a member of its entity, or a viewer writing). */
+            /** @description Authenticated, but not allowed: not on that project (not a member of its entity, or a viewer writing), a cookie write from another site, or a route turned off. */
             403: {
                 headers: {
                     [name: string]: unknown;
