@@ -1,3 +1,4 @@
+import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:net';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
@@ -272,6 +273,38 @@ describeEachBackend('single sign-on', (backend) => {
     expect(await answer.text()).toContain('refused the sign-in code');
     expect(sessionOf(jar)).toBeUndefined();
     expect(await usersNamed('other-client')).toEqual([]);
+  });
+
+  it('refuses an ID token issued to another client (its audience is not Loupe), even with the attempt\'s own nonce, in place of Loupe\'s', async () => {
+    const sub = login({ preferred_username: 'other-audience', groups: ['staff'] });
+    const jar = new CookieJar();
+    const authorization = await start(jar);
+    // The other application signs the same person in with Loupe's nonce, and redeems its code.
+    const verifier = randomBytes(32).toString('base64url');
+    const asOther = new URL(authorization);
+    for (const [name, value] of Object.entries({ client_id: 'other-app', state: 'other-state', code_challenge: createHash('sha256').update(verifier).digest('base64url') })) {
+      asOther.searchParams.set(name, value);
+    }
+    const otherCallback = await signInAtProvider(new CookieJar(), asOther, sub);
+    const tokens = await fetch(`${provider.issuer}/token`, {
+      method: 'POST',
+      headers: { authorization: `Basic ${Buffer.from('other-app:other-app-secret-0123456789').toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'authorization_code', code: otherCallback.searchParams.get('code')!, redirect_uri: `${server.url}/auth/oidc/callback`, code_verifier: verifier }),
+    });
+    expect(tokens.status).toBe(200);
+    const { id_token: foreign } = (await tokens.json()) as { id_token: string };
+    const claims = JSON.parse(Buffer.from(foreign.split('.')[1]!, 'base64url').toString('utf8')) as { aud: string; nonce: string; sub: string };
+    expect(claims).toMatchObject({ aud: 'other-app', nonce: authorization.searchParams.get('nonce'), sub });
+
+    // Loupe's own flow, whose token answer carries that ID token instead of Loupe's.
+    const callback = await signInAtProvider(jar, authorization, sub);
+    provider.swapNextIdToken(foreign);
+    const answer = await browserFetch(jar, callback);
+    expect(answer.status).toBe(401);
+    // openid-client's check of the ID token's claims: the issuer, nonce and subject are right; the audience is not.
+    expect(await answer.text()).toContain('answer failed verification (unexpected JWT claim value encountered)');
+    expect(sessionOf(jar)).toBeUndefined();
+    expect(await usersNamed('other-audience')).toEqual([]);
   });
 
   it('refuses a person whose claim maps no role, with no default role (403): no user made; the refusal in the entity\'s audit log', async () => {

@@ -15,6 +15,11 @@ export type TestProvider = {
   accounts: Map<string, TestAccount>;
   /** Registers the clients (each with its own secret) redirecting to these URIs; done once the servers that use it listen. */
   register(clients: { client_id: string; client_secret: string; redirect_uris: string[] }[]): void;
+  /**
+   * The next answer of the token endpoint carries this ID token instead of its own: a genuine
+   * token of the provider's, put where it does not belong (as an attacker in the middle would).
+   */
+  swapNextIdToken(idToken: string): void;
   close(): Promise<void>;
 };
 
@@ -29,6 +34,7 @@ export async function startTestProvider(): Promise<TestProvider> {
   await once(server, 'listening');
   const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const accounts = new Map<string, TestAccount>();
+  let swap: string | undefined;
   return {
     issuer,
     accounts,
@@ -55,7 +61,18 @@ export async function startTestProvider(): Promise<TestProvider> {
         ttl: { Interaction: 600, Grant: 600, Session: 600, AccessToken: 600, IdToken: 600, AuthorizationCode: 60 },
         pkce: { required: () => true },
       });
+      // A post-middleware (oidc-provider's provider.use) over the token endpoint's JSON answer.
+      provider.use(async (ctx, next) => {
+        await next();
+        if (swap !== undefined && ctx.path === '/token' && ctx.status === 200) {
+          ctx.body = { ...(ctx.body as object), id_token: swap };
+          swap = undefined;
+        }
+      });
       handler = provider.callback();
+    },
+    swapNextIdToken(idToken) {
+      swap = idToken;
     },
     async close() {
       server.closeAllConnections();
