@@ -138,6 +138,7 @@ describeEachBackend('the annotator role on every operation', (backend) => {
       { method: 'POST', path: '/projects/members', body: { project_id: PROJECT }, expect: 'refused', why: 'managing queues' },
       { method: 'POST', path: '/projects/query', body: {}, expect: 'allowed', why: 'their projects' },
       { method: 'GET', path: '/me', expect: 'allowed', why: 'themselves' },
+      { method: 'GET', path: '/auth/methods', expect: 'allowed', why: 'public' },
       { method: 'POST', path: '/auth/sign-in', body: { username: annotator.username, password }, expect: 'allowed', why: 'signs in' },
       { method: 'POST', path: '/auth/sign-out', body: {}, expect: 'allowed', why: 'signs out (no session with a key)' },
       { method: 'POST', path: '/auth/accept-invitation', body: { token, username: `fresh${process.pid}`, password: 'a new passphrase 2' }, expect: 'allowed', why: 'public' },
