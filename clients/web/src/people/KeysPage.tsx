@@ -5,7 +5,7 @@ import { messageOf } from '../api.ts';
 import { ScrollTable } from '../queue/ScrollTable.tsx';
 import { ConfirmDialog } from './ConfirmDialog.tsx';
 import { ownKeysQuery, shownTime, type OwnApiKey } from './people-queries.ts';
-import { ShownOnce } from './ShownOnce.tsx';
+import { ShownOnce } from '../ShownOnce.tsx';
 import './people.css';
 
 /**
@@ -53,9 +53,12 @@ export function KeysPage({ client, session }: { client: LoupeClient; session: nu
           title={`Your new API key “${made.name}”`}
           label="API key"
           value={made.key}
-          warning="Copy it now: it will not be shown again."
           onDone={() => setMade(undefined)}
-        />
+        >
+          <p>
+            <strong>Copy it now: it will not be shown again.</strong>
+          </p>
+        </ShownOnce>
       ) : null}
 
       <section aria-labelledby={`${id}-new`}>

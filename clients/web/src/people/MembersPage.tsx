@@ -6,7 +6,7 @@ import { meQuery, messageOf } from '../api.ts';
 import { ScrollTable } from '../queue/ScrollTable.tsx';
 import { ConfirmDialog } from './ConfirmDialog.tsx';
 import { invitationsQuery, membersQuery, shownTime, type Invitation, type Member } from './people-queries.ts';
-import { ShownOnce } from './ShownOnce.tsx';
+import { ShownOnce } from '../ShownOnce.tsx';
 import './people.css';
 
 const ROLES: { role: Role; about: string }[] = [
@@ -203,9 +203,12 @@ function Invitations({ client, session, entity }: PageProps) {
             title={`New invitation (${made.role})`}
             label="Invitation link"
             value={made.url}
-            warning="Copy it now and send it to the person: it will not be shown again."
             onDone={() => setMade(undefined)}
-          />
+          >
+            <p>
+              <strong>Copy it now and send it to the person: it will not be shown again.</strong>
+            </p>
+          </ShownOnce>
         ) : null}
         <form className="inline-form" onSubmit={submit} noValidate>
           <div className="field">

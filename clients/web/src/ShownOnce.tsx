@@ -1,11 +1,12 @@
-import { useEffect, useId, useRef, useState } from 'react';
+import { useEffect, useId, useRef, useState, type ReactNode } from 'react';
 
 /**
- * A secret just made (an API key, an invitation link), shown this once: the server never answers
- * it again. A copy button, and an explicit "Done" that puts it away; a panel in the page rather
- * than a dialog, so that Esc or a stray click cannot throw it away before it is copied.
+ * A secret just made (an API key, an invitation link, a webhook's signing secret), shown this
+ * once: the server never answers it again. `children` say what it is for; a copy button, and an
+ * explicit button (`doneLabel`) that puts it away; a panel in the page rather than a dialog, so
+ * that Esc or a stray click cannot throw it away before it is copied.
  */
-export function ShownOnce({ title, label, value, warning, onDone }: { title: string; label: string; value: string; warning: string; onDone: () => void }) {
+export function ShownOnce({ title, label, value, children, doneLabel = 'Done', onDone }: { title: ReactNode; label: string; value: string; children: ReactNode; doneLabel?: string; onDone: () => void }) {
   const id = useId();
   const heading = useRef<HTMLHeadingElement>(null);
   const field = useRef<HTMLInputElement>(null);
@@ -31,9 +32,7 @@ export function ShownOnce({ title, label, value, warning, onDone }: { title: str
       <h2 id={`${id}-title`} ref={heading} tabIndex={-1}>
         {title}
       </h2>
-      <p>
-        <strong>{warning}</strong>
-      </p>
+      {children}
       <div className="shown-row">
         <label htmlFor={`${id}-value`}>{label}</label>
         <input id={`${id}-value`} ref={field} className="secret" value={value} readOnly spellCheck={false} onFocus={(event) => event.target.select()} />
@@ -45,7 +44,7 @@ export function ShownOnce({ title, label, value, warning, onDone }: { title: str
         {copied === 'yes' ? 'Copied to the clipboard.' : copied === 'failed' ? 'The browser refused to copy: the text is selected, copy it with the keyboard.' : ''}
       </p>
       <button type="button" className="secondary" onClick={onDone}>
-        Done
+        {doneLabel}
       </button>
     </section>
   );
