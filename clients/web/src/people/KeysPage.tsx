@@ -3,7 +3,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useId, useState, type FormEvent } from 'react';
 import { messageOf } from '../api.ts';
 import { ScrollTable } from '../queue/ScrollTable.tsx';
-import { ConfirmDialog } from './ConfirmDialog.tsx';
+import { ConfirmDelete } from '../project/ConfirmDelete.tsx';
 import { ownKeysQuery, shownTime, type OwnApiKey } from './people-queries.ts';
 import { ShownOnce } from '../ShownOnce.tsx';
 import './people.css';
@@ -131,17 +131,18 @@ export function KeysPage({ client, session }: { client: LoupeClient; session: nu
         )}
       </section>
 
-      <ConfirmDialog
-        open={revoking !== undefined}
-        title={`Revoke the key “${revoking?.name ?? ''}”?`}
-        confirm="Revoke key"
-        pending={revoke.isPending}
-        error={revoke.isError ? messageOf(revoke.error) : undefined}
+      <ConfirmDelete
+        id={`${id}-confirm`}
+        title={revoking ? `Revoke the key “${revoking.name ?? ''}”?` : null}
+        action="Revoke key"
+        busy={revoke.isPending}
+        failure={revoke.isError ? messageOf(revoke.error) : undefined}
         onConfirm={() => revoking && revoke.mutate(revoking.id)}
         onClose={() => setRevoking(undefined)}
+        cancel="Cancel"
       >
         <p>Programs that use it are refused from now on. This cannot be undone.</p>
-      </ConfirmDialog>
+      </ConfirmDelete>
     </div>
   );
 }

@@ -4,7 +4,7 @@ import { useId, useState, type FormEvent } from 'react';
 import type { Role } from '../access.ts';
 import { meQuery, messageOf } from '../api.ts';
 import { ScrollTable } from '../queue/ScrollTable.tsx';
-import { ConfirmDialog } from './ConfirmDialog.tsx';
+import { ConfirmDelete } from '../project/ConfirmDelete.tsx';
 import { invitationsQuery, membersQuery, shownTime, type Invitation, type Member } from './people-queries.ts';
 import { ShownOnce } from '../ShownOnce.tsx';
 import './people.css';
@@ -101,17 +101,18 @@ function MemberList({ client, session, entity, self }: PageProps & { self: strin
           </table>
         </ScrollTable>
       )}
-      <ConfirmDialog
-        open={removing !== undefined}
-        title={`Remove ${removing?.username ?? ''} from ${entity}?`}
-        confirm="Remove member"
-        pending={remove.isPending}
-        error={remove.isError ? messageOf(remove.error) : undefined}
+      <ConfirmDelete
+        id={`${id}-confirm`}
+        title={removing ? `Remove ${removing.username} from ${entity}?` : null}
+        action="Remove member"
+        busy={remove.isPending}
+        failure={remove.isError ? messageOf(remove.error) : undefined}
         onConfirm={() => removing && remove.mutate(removing.user_id)}
         onClose={() => setRemoving(undefined)}
+        cancel="Cancel"
       >
         <p>They lose access to the entity’s projects at once. An invitation brings them back.</p>
-      </ConfirmDialog>
+      </ConfirmDelete>
     </section>
   );
 }

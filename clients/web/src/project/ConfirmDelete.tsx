@@ -2,9 +2,9 @@ import type { ReactNode } from 'react';
 import { Modal } from './Modal.tsx';
 
 /**
- * Asks before deleting something: what goes and what stays, the server's refusal if any, the
- * delete button and "Keep it", which has the focus first (the harmless choice). Open while
- * `title` is given.
+ * Asks before something that cannot be undone (deleting, revoking, removing): what goes and what
+ * stays, the server's refusal if any, the action's button and `cancel` ("Keep it"), which has the
+ * focus first (the harmless choice). Open while `title` is given.
  */
 export function ConfirmDelete({
   id,
@@ -14,6 +14,7 @@ export function ConfirmDelete({
   failure,
   onConfirm,
   onClose,
+  cancel = 'Keep it',
   children,
 }: {
   id: string;
@@ -23,6 +24,7 @@ export function ConfirmDelete({
   failure: string | undefined;
   onConfirm: () => void;
   onClose: () => void;
+  cancel?: string;
   children: ReactNode;
 }) {
   return (
@@ -39,7 +41,7 @@ export function ConfirmDelete({
           {action}
         </button>
         <button type="button" className="secondary" onClick={onClose} data-autofocus>
-          Keep it
+          {cancel}
         </button>
       </div>
     </Modal>
