@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
 const KEY_PREFIX = 'lp_';
 
@@ -8,7 +8,10 @@ export function generateApiKey(): { key: string; hash: string } {
   return { key, hash: hashApiKey(key) };
 }
 
-/** Keys are high-entropy, so a fast digest is the right lookup hash (no per-request slow hash). */
+/**
+ * Keys are high-entropy, so a fast digest is the right lookup hash (no per-request slow hash).
+ * The one-shot `hash` makes no Hash object (every authenticated request computes one).
+ */
 export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key, 'utf8').digest('hex');
+  return hash('sha256', key, 'hex');
 }

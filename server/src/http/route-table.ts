@@ -36,7 +36,12 @@ export type TrpcMatch = { procedures: ProcedureRoute[]; unknown: string | undefi
  * one path segment per parameter.
  */
 export class RouteTable {
-  readonly #rest: RestEntry[] = [];
+  /**
+   * The REST entries by method, number of path segments and first segment (lower case), each list
+   * in the document's order: a lookup tests a few patterns, not every one (paths with ids are
+   * seldom asked twice, so most lookups are not remembered).
+   */
+  readonly #rest = new Map<string, RestEntry[]>();
   /**
    * The entries of recent REST lookups by method and path: admission, the REST door and the metric
    * label each ask for the same request, which was three scans of every pattern per request.
@@ -51,13 +56,18 @@ export class RouteTable {
         const op = operation as { operationId?: string; security?: unknown[] };
         const isProtected = op.security !== undefined && op.security.length > 0;
         const procedure = op.operationId!.replaceAll('-', '.');
-        this.#rest.push({
+        const entry: RestEntry = {
           method: method.toUpperCase(),
           pattern: new RegExp(`^${template.replace(/\{[^}]+\}/g, '([^/]+)')}/?$`, 'i'),
           names: [...template.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!),
           procedure,
           route: { name: template, protected: isProtected },
-        });
+        };
+        const key = groupKey(entry.method, template);
+        if (key === undefined) throw new Error(`route ${template} starts with a parameter`);
+        const group = this.#rest.get(key);
+        if (group) group.push(entry);
+        else this.#rest.set(key, [entry]);
         this.#trpc.set(procedure, { name: `/trpc/${procedure}`, protected: isProtected });
       }
     }
@@ -88,15 +98,20 @@ export class RouteTable {
 
   #restEntry(method: string, path: string): RestEntry | undefined {
     const wanted = method === 'HEAD' ? 'GET' : method;
-    if (path.length > MAX_REMEMBERED_PATH) return this.#rest.find((r) => r.method === wanted && r.pattern.test(path));
+    if (path.length > MAX_REMEMBERED_PATH) return this.#find(wanted, path);
     const key = `${wanted} ${path}`;
     let entry = this.#recent.get(key);
     if (entry === undefined) {
-      entry = this.#rest.find((r) => r.method === wanted && r.pattern.test(path)) ?? null;
+      entry = this.#find(wanted, path) ?? null;
       if (this.#recent.size >= MAX_REMEMBERED_LOOKUPS) this.#recent.clear();
       this.#recent.set(key, entry);
     }
     return entry ?? undefined;
+  }
+
+  #find(method: string, path: string): RestEntry | undefined {
+    const key = groupKey(method, path);
+    return key === undefined ? undefined : this.#rest.get(key)?.find((r) => r.pattern.test(path));
   }
 
   /** The procedures a `/trpc/<a>,<b>` path names (tRPC batches join names with commas). */
@@ -121,4 +136,18 @@ export class RouteTable {
     }
     return this.rest(method, path)?.name ?? 'unmatched';
   }
+}
+
+/**
+ * The group of a method and path: its segments counted without a trailing slash, its first segment
+ * in lower case (REST paths match case-insensitively). Undefined for a path that is not `/…`.
+ */
+function groupKey(method: string, path: string): string | undefined {
+  if (path.charCodeAt(0) !== 47 /* / */) return undefined;
+  const trimmed = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
+  const secondSlash = trimmed.indexOf('/', 1);
+  const first = (secondSlash === -1 ? trimmed.slice(1) : trimmed.slice(1, secondSlash)).toLowerCase();
+  let segments = 1;
+  for (let i = secondSlash; i !== -1; i = trimmed.indexOf('/', i + 1)) segments++;
+  return `${method} ${segments} ${first}`;
 }

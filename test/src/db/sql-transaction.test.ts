@@ -1,3 +1,4 @@
+import { DatabaseSync } from 'node:sqlite';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { unitOfWork, openDatabase, sql, sqlRows, sqlRun, sqlTransaction, type Orm } from '@loupe/server';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -87,5 +88,50 @@ describeEachBackend('sqlTransaction', (backend) => {
     expect((await outsideRead).map((row) => row.label)).toEqual(['one', 'two', 'five']);
     expect(await outsideWrite).toBe(1);
     expect(await labels()).toEqual(['one', 'two', 'five', 'outside']);
+  });
+
+  // SQLite runs the transactions asked for in one turn of the event loop under one commit, each in
+  // its own savepoint (db/sqlite-group-commit.ts): each must still be all or nothing on its own.
+  it('keeps transactions asked for together all or nothing each: a failing one takes only its own writes back', async () => {
+    const failure = new Error('refused after the write');
+    const outcomes = await Promise.allSettled([
+      sqlTransaction(unitOfWork(orm), async (tx) => sqlRun(tx, sql`insert into tx_probe (id, label) values (${10}, ${'ten'})`)),
+      sqlTransaction(unitOfWork(orm), async (tx) => {
+        await sqlRun(tx, sql`insert into tx_probe (id, label) values (${11}, ${'eleven, taken back'})`);
+        await sqlRun(tx, sql`update tx_probe set label = ${'changed'} where id = ${10}`);
+        throw failure;
+      }),
+      sqlTransaction(unitOfWork(orm), async (tx) => {
+        await sqlRun(tx, sql`insert into tx_probe (id, label) values (${12}, ${'twelve, taken back'})`);
+        await sqlRun(tx, sql`insert into tx_probe (id, label) values (${10}, ${'duplicate key'})`);
+      }),
+      sqlTransaction(unitOfWork(orm), async (tx) => {
+        await sqlRun(tx, sql`insert into tx_probe (id, label) values (${13}, ${'thirteen'})`);
+        return sqlRows<{ label: string }>(tx, sql`select label from tx_probe where id in (${10}, ${11}, ${12}) order by id`);
+      }),
+    ]);
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(['fulfilled', 'rejected', 'rejected', 'fulfilled']);
+    expect((outcomes[1] as PromiseRejectedResult).reason).toBe(failure);
+    // The last sees the first's write and neither failed one's.
+    expect((outcomes[3] as PromiseFulfilledResult<{ label: string }[]>).value.map((row) => row.label)).toEqual(['ten']);
+    expect(await labels()).toEqual(['one', 'two', 'five', 'outside', 'ten', 'thirteen']);
+  });
+
+  it('answers a transaction only once it is committed, for another connection to read', async () => {
+    if (backend !== 'sqlite') return; // PostgreSQL commits each transaction on its own
+    const reader = new DatabaseSync(database.url.slice('sqlite:'.length), { readOnly: true });
+    try {
+      const seen = await Promise.all(
+        [20, 21, 22, 23].map((id) =>
+          sqlTransaction(unitOfWork(orm), (tx) => sqlRun(tx, sql`insert into tx_probe (id, label) values (${id}, ${`group ${id}`})`)).then(
+            // Read by another connection as each answer arrives: the group's writes are all there.
+            () => (reader.prepare('select count(*) as n from tx_probe where id between 20 and 23').get() as { n: number }).n,
+          ),
+        ),
+      );
+      expect(seen).toEqual([4, 4, 4, 4]);
+    } finally {
+      reader.close();
+    }
   });
 });
