@@ -134,4 +134,12 @@ describeEachBackend('sqlTransaction', (backend) => {
       reader.close();
     }
   });
+
+  it('commits every one of more transactions than one group takes', async () => {
+    const ids = Array.from({ length: 70 }, (_, i) => 100 + i);
+    const written = await Promise.all(ids.map((id) => sqlTransaction(unitOfWork(orm), (tx) => sqlRun(tx, sql`insert into tx_probe (id, label) values (${id}, ${'many'})`))));
+    expect(written).toEqual(ids.map(() => 1));
+    const [row] = await sqlRows<{ n: number | string }>(unitOfWork(orm), sql`select count(*) as n from tx_probe where label = ${'many'}`);
+    expect(Number(row!.n)).toBe(70);
+  });
 });
