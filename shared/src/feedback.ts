@@ -3,8 +3,20 @@ import { ProjectId } from './project.ts';
 import { FilterString, filterValues, Limit, Cursor, NextCursor, Offset } from './query.ts';
 import { Timestamp } from './time.ts';
 
-/** A feedback payload: any JSON object (JSON parsing already guarantees JSON values). */
-export const FeedbackPayload = z.record(z.string(), z.unknown()).meta({ description: 'a JSON object' });
+/**
+ * A feedback payload: any JSON object (JSON parsing already guarantees JSON values). Checked, not
+ * copied: a record schema would rebuild every payload of a batch key by key, on the way in and again
+ * on the way out (a tenth of the server's CPU at batch 1,000). Documented as such a record.
+ */
+export const FeedbackPayload = z
+  .custom<Record<string, unknown>>(isJsonObject, { error: 'Invalid input: expected a JSON object' })
+  .meta({ override: { type: 'object', propertyNames: { type: 'string' }, additionalProperties: {}, description: 'a JSON object' } });
+
+function isJsonObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const prototype: unknown = Object.getPrototypeOf(value);
+  return prototype === Object.prototype || prototype === null;
+}
 
 const OptionalRef = z.string().max(2048).nullable().optional();
 
