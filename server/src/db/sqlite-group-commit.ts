@@ -49,6 +49,7 @@ export class SqliteGroupCommit {
   }
 
   async #drain(): Promise<void> {
+    if (!this.#pending.length) return; // an earlier drain took them
     let group: Member[] | undefined;
     try {
       // Kysely's lock on the connection keeps every other statement out until the group ends.
@@ -56,7 +57,7 @@ export class SqliteGroupCommit {
         this.#scheduled = false;
         group = [];
         const outcomes = await this.#commit(group, connection);
-        if (this.#pending.length) this.#schedule();
+        if (this.#pending.length && !this.#scheduled) this.#schedule();
         for (const [i, member] of group.entries()) {
           const outcome = outcomes[i]!;
           if (outcome.ok) member.resolve(outcome.value);

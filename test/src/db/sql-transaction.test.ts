@@ -142,4 +142,18 @@ describeEachBackend('sqlTransaction', (backend) => {
     const [row] = await sqlRows<{ n: number | string }>(unitOfWork(orm), sql`select count(*) as n from tx_probe where label = ${'many'}`);
     expect(Number(row!.n)).toBe(70);
   });
+
+  it('runs transactions asked for while a group is at work in a group after it', async () => {
+    const first = sqlTransaction(unitOfWork(orm), async (tx) => {
+      await sqlRun(tx, sql`insert into tx_probe (id, label) values (${200}, ${'first'})`);
+      await sleep(50); // the loop turns: the two below are asked for meanwhile
+      return 'first done';
+    });
+    await sleep(10);
+    const later = Promise.all([201, 202].map((id) => sqlTransaction(unitOfWork(orm), (tx) => sqlRun(tx, sql`insert into tx_probe (id, label) values (${id}, ${'later'})`))));
+    expect(await first).toBe('first done');
+    expect(await later).toEqual([1, 1]);
+    const [row] = await sqlRows<{ n: number | string }>(unitOfWork(orm), sql`select count(*) as n from tx_probe where id between 200 and 202`);
+    expect(Number(row!.n)).toBe(3);
+  });
 });
