@@ -55,10 +55,12 @@ export class SqliteGroupCommit {
       // Kysely's lock on the connection keeps every other statement out until the group ends.
       await this.#pending[0]!.kysely.connection().execute(async (connection) => {
         this.#scheduled = false;
-        group = [];
-        const outcomes = await this.#commit(group, connection);
+        const taken: Member[] = (group = []);
+        // #commit answers the failures of work and of commit itself; anything else that throws (a
+        // savepoint refused) fails the group, rolled back here, while the connection is held.
+        const outcomes = await this.#commit(taken, connection).catch((error: unknown) => this.#abandon(taken, error));
         if (this.#pending.length && !this.#scheduled) this.#schedule();
-        for (const [i, member] of group.entries()) {
+        for (const [i, member] of taken.entries()) {
           const outcome = outcomes[i]!;
           if (outcome.ok) member.resolve(outcome.value);
           else member.reject(outcome.error);
@@ -66,7 +68,7 @@ export class SqliteGroupCommit {
       });
     } catch (error) {
       // The connection could not be had (the database is closing): nothing of the group ran.
-      if (group) return; // #commit answered every member
+      if (group) return; // the group was answered
       this.#scheduled = false;
       for (const member of this.#pending.splice(0)) member.reject(error);
     }
