@@ -372,6 +372,17 @@ describeEachBackend('feedback', (backend) => {
     }
   });
 
+  it('refuses a payload that is not a JSON object (an array, a string, a number, null) with a 400 naming it, storing nothing of the batch', async () => {
+    const projectId = 'acme/not-an-object';
+    for (const payload of [[1, 2], 'text', 7, null]) {
+      const reply = await create([freeForm(projectId), freeForm(projectId, { payload })]);
+      expect(reply.status, `${JSON.stringify(payload)}: ${reply.text}`).toBe(400);
+      expect(reply.body.reason).toContain('batch[1].payload');
+      expect(reply.body.reason).toContain('expected a JSON object');
+    }
+    expect(await stored(projectId)).toEqual([]);
+  });
+
   it('stores text the database cannot hold as sent (U+0000, a lone surrogate), or refuses it with a 400 naming the field — never a 5xx', async () => {
     const projectId = 'acme/awkward-text';
     const cases: { name: string; fields: FeedbackElement; field: string }[] = [
