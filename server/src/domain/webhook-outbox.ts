@@ -97,12 +97,19 @@ export async function insertEvent(
   // parameter as its UTF-8; SQLite casts the blob to text) and to the bodies of its deliveries.
   const data = utf8Of(JSON.stringify(event.data));
   const stored = onPostgres(tx) ? sql`${data}` : sql`cast(${data} as text)`;
-  await sqlRun(tx, sql`insert into webhook_events (id, project_id, type, data, created_at)
-    values (${eventId}, ${event.data.project_id}, ${event.type}, ${stored}, ${at})`);
+  const insertedEvent = sql`insert into webhook_events (id, project_id, type, data, created_at)
+    values (${eventId}, ${event.data.project_id}, ${event.type}, ${stored}, ${at})`;
   const deliveryIds = webhookIds.map(() => newId());
   const rows = webhookIds.map((webhookId, index) => sql`(${sql.list([deliveryIds[index], webhookId, eventId, 'pending', 0, at, at, at])})`);
-  await sqlRun(tx, sql`insert into webhook_deliveries (id, webhook_id, event_id, state, attempts, next_attempt_at, created_at, updated_at)
-    values ${sql.join(rows, ', ')}`);
+  const insertedDeliveries = sql`insert into webhook_deliveries (id, webhook_id, event_id, state, attempts, next_attempt_at, created_at, updated_at)
+    values ${sql.join(rows, ', ')}`;
+  // PostgreSQL: one round trip, the event written by the statement's WITH (checked as the
+  // deliveries' foreign key at the statement's end); SQLite has no writing WITH, and no round trips.
+  if (onPostgres(tx)) await sqlRun(tx, sql`with event as (${insertedEvent}) ${insertedDeliveries}`);
+  else {
+    await sqlRun(tx, insertedEvent);
+    await sqlRun(tx, insertedDeliveries);
+  }
   return { event: { id: eventId, type: event.type, createdAt: now, data }, deliveryIds };
 }
 

@@ -21,7 +21,7 @@ import { AgentPool, sendAttempt } from './webhook-sender.ts';
 // (domain/webhook-deliveries.ts), attempts each (webhook-sender.ts) and records the outcome. Every
 // process runs one; the leases keep them off each other's deliveries, so any number may share a
 // PostgreSQL database. It looks for due deliveries every `pollMs`, and at once when a write of
-// this process committed events (wake) or an attempt ended (a slot is free).
+// this process committed events (wake) or, when every slot was taken, an attempt ended.
 
 /**
  * How long a lease lasts beyond twice an attempt's timeout (room for recording the outcome): the
@@ -64,6 +64,8 @@ export class DeliveryWorker {
   readonly #bodies = new LRUCache<string, Buffer>({ maxSize: BODY_CACHE_BYTES, sizeCalculation: (body) => body.length || 1 });
   #closed = false;
   #woken = false;
+  /** Whether the last look found no free slot, or filled every one: an attempt that ends then looks again. */
+  #slotWanted = false;
   #wakeSleeper: (() => void) | undefined;
   #loop: Promise<void> | undefined;
   #nextCleanup = Date.now() + 60_000;
@@ -125,6 +127,7 @@ export class DeliveryWorker {
           for (const delivery of due) this.#start(delivery, bodies.get(delivery.eventId));
           full = due.length === free;
         }
+        this.#slotWanted = free <= 0 || full;
         if (Date.now() >= this.#nextCleanup) {
           this.#nextCleanup = Date.now() + CLEANUP_EVERY_MS;
           const removed = await removeFinishedDeliveries(this.#options.db, {
@@ -181,7 +184,10 @@ export class DeliveryWorker {
       .catch((error: unknown) => this.#options.log.warn({ err: error, delivery_id: delivery.id }, 'webhooks: recording an attempt failed'))
       .finally(() => {
         this.#inFlight.delete(delivery.id);
-        this.wake();
+        // A free slot matters only when the slots were the limit; else the worker is woken by
+        // writes and its poll (an ending attempt's look found nothing due at batch 1,000 of
+        // feedback: two empty claims per event).
+        if (this.#slotWanted) this.wake();
       });
     this.#inFlight.set(delivery.id, attempt);
   }
