@@ -348,14 +348,18 @@ async function insertItems(tx: SqlScope, { wanted, at }: { wanted: readonly { ru
       return sql`(${text(itemId)}, ${text(callId)}, ${text(rule.id)}, ${text(rule.queueId)}, ${text(rule.projectId)}, ${text(rule.createdBy)}, ${typed(tx, coveragePoint(itemId), 'float8')})`;
     });
     // A cross join: SQLite then reads the rows first and finds each call by its key (an inner join
-    // let it scan the project's calls); PostgreSQL plans it as any join.
+    // let it scan the project's calls); PostgreSQL plans it as any join. The items are looked for
+    // by the row's call_id, not the call's id (equal by the join): PostgreSQL then seeks the
+    // (queue_id, call_id) index by both columns, where with c.id (text of the default collation,
+    // call_id's is "C") it sought by call_id alone, reading the whole index for each call (0.6–0.9
+    // ms a call at 10,000 items, growing with the queue).
     const inserted = await sqlRows<{ id: string; rule_id: string }>(tx,
       sql`with v (item_id, call_id, rule_id, queue_id, project_id, user_id, coverage_point) as (values ${sql.join(values, ', ')})
         insert into annotation_queue_items (id, project_id, queue_id, call_id, call_started_at, call_ended_at, call_op_name,
           call_trace_id, display_fields, added_by, rule_id, created_at, created_by, updated_at, coverage_point)
         select v.item_id, c.project_id, v.queue_id, c.id, c.started_at, c.ended_at, c.op_name, c.trace_id, ${display}, v.user_id, v.rule_id, ${time}, v.user_id, ${time}, v.coverage_point
           from v cross join calls c
-         where c.project_id = v.project_id and c.id = v.call_id and ${neverInQueueTerm('v.queue_id', 'c.id')}
+         where c.project_id = v.project_id and c.id = v.call_id and ${neverInQueueTerm('v.queue_id', 'v.call_id')}
         on conflict (queue_id, call_id) where deleted_at is null do nothing
         returning id, rule_id`);
     for (const row of inserted) added.set(row.rule_id, [...(added.get(row.rule_id) ?? []), row.id]);
