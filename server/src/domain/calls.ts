@@ -20,7 +20,7 @@ import { decodeCursor, encodeCursor, keyset, keysetOrder, queryFingerprint, type
 import { cursorPage, type CursorPage, type Page, type PageLimits } from './paging.ts';
 import { newId } from './ids.ts';
 import { publishingTransaction, type QueueEventPublisher } from './queue-events.ts';
-import { addCallRuleItems } from './rule-items.ts';
+import { addCallRuleItems, callRulesOf } from './rule-items.ts';
 
 const IN_CHUNK = 500;
 
@@ -172,7 +172,13 @@ export async function writeCalls(
   let conflicting = 0;
 
   const retried = await publishingTransaction(db, events, async (tx, record) => {
-    for (const projectId of new Set(unique.map(({ call }) => call.project_id))) await ensureProject(tx, projectId);
+    const projectIds = [...new Set(unique.map(({ call }) => call.project_id))];
+    for (const projectId of projectIds) await ensureProject(tx, projectId);
+    // Queue rules (5.10) add the new calls they match in this transaction: when the batch answers
+    // 200, the items exist. On PostgreSQL the insert returns each new call's rule flags.
+    const rules = await callRulesOf(tx, projectIds);
+    const returning = rules.returning ? sql`, ${rules.returning} as flags` : sql``;
+    const flags = new Map<string, string>();
     const createdAt = sqlDate(tx, now);
     const retried = await insertThenCompare(unique, IN_CHUNK, {
       async insert(chunk) {
@@ -183,12 +189,18 @@ export async function writeCalls(
           return sql`(${call.project_id}, ${id}, ${call.trace_id ?? newId()}, ${call.parent_id ?? null}, ${call.op_name}, ${startedAt}, ${endedAt}, ${inputs}, ${output}, ${attributes},
             ${call.exception ?? null}, ${hash}, ${createdAt}, ${userId})`;
         });
-        const inserted = await sqlRows<{ project_id: string; id: string }>(tx,
+        const inserted = await sqlRows<{ project_id: string; id: string; flags?: string }>(tx,
           sql`insert into calls (project_id, id, trace_id, parent_id, op_name, started_at, ended_at, inputs, output, attributes, exception, request_hash, created_at, created_by)
            values ${sql.join(rows, ', ')}
-           on conflict (project_id, id) do nothing returning project_id, id`,
+           on conflict (project_id, id) do nothing returning project_id, id${returning}`,
         );
-        return new Set(inserted.map((stored) => `${stored.project_id}\u0000${stored.id}`));
+        const keys = new Set<string>();
+        for (const stored of inserted) {
+          const key = `${stored.project_id}\u0000${stored.id}`;
+          keys.add(key);
+          if (stored.flags !== undefined) flags.set(key, stored.flags);
+        }
+        return keys;
       },
       async readStored(chunk) {
         const stored = new Map<string, { hash: string }>();
@@ -209,9 +221,8 @@ export async function writeCalls(
         return undefined;
       },
     });
-    // Queue rules (5.10) add the new calls they match in this transaction: when the batch answers 200, the items exist.
-    const stored = unique.filter(({ key }) => !retried.has(key)).map(({ id, call }) => ({ projectId: call.project_id, id }));
-    await addCallRuleItems(tx, { calls: stored, now, record });
+    const stored = unique.filter(({ key }) => !retried.has(key)).map(({ key, id, call }) => ({ projectId: call.project_id, id, flags: flags.get(key) }));
+    await addCallRuleItems(tx, { calls: stored, rules, now, record });
     return retried;
   });
   refused.sort((a, b) => a.index - b.index);
