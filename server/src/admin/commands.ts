@@ -31,10 +31,10 @@ async function addKey(em: Em, user: { id: string; username: string }): Promise<C
 
 async function upsertMembership(em: Em, userId: string, entity: string, role: Role): Promise<void> {
   checkName('entity', entity);
-  if (!(await em.findOne(EntityRecord, { name: entity }))) {
-    em.create(EntityRecord, { name: entity, createdAt: new Date() });
-    await em.flush(); // the membership's foreign key needs the entity row first
-  }
+  // The membership's foreign key needs the entity row first. Inserted unless there, not looked up
+  // first: two `users create` into one new entity at once would both find none, and the second
+  // insert failed (PostgreSQL waits for the first's commit, then inserts nothing).
+  await em.createQueryBuilder(EntityRecord).insert({ name: entity, createdAt: new Date() }).onConflict('name').ignore().execute();
   const existing = await em.findOne(Membership, { userId, entity });
   if (existing) existing.role = role;
   else em.create(Membership, { userId, entity, role, createdAt: new Date() });

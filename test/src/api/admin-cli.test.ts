@@ -127,6 +127,16 @@ describeEachBackend('admin command-line tool', (backend) => {
     ]);
   });
 
+  it('users create of four users into one new entity at once: each exits 0 and is its member', async () => {
+    // Each run finds no entity and inserts it: the first's insert wins, the others insert nothing.
+    const runs = await Promise.all([1, 2, 3, 4].map((n) => admin('users', 'create', `racer${n}`, '--entity', 'newco', '--role', 'viewer', '--json')));
+    for (const run of runs) {
+      const created = jsonLine(run);
+      const me = await rest(server!, 'GET', '/me', { key: created.api_key });
+      expect(me.body.memberships).toEqual([{ entity: 'newco', role: 'viewer' }]);
+    }
+  });
+
   it('demo loads a data set every page means something on, and a second run stores nothing new', async () => {
     const demo = jsonLine(await admin('demo', '--json'));
     const body = (path: string, json: unknown) => rest(server!, 'POST', path, { key: demo.api_key, body: json }).then((reply) => {
