@@ -84,6 +84,11 @@ export function matchFlags(filters: readonly Statement[][]): Statement {
  */
 const MAX_FILTER_PARAMS = 10_000;
 
+/** The bound values of a filter's conditions. */
+function paramsOf(conditions: readonly Statement[]): number {
+  return conditions.reduce((sum, condition) => sum + condition.params.length, 0);
+}
+
 /**
  * For each filter, the rows that meet it. `read` runs a statement whose `flags` column is
  * matchFlags of the filters it is given: the filters go in groups whose values fit in one
@@ -98,8 +103,8 @@ async function rowsMeeting<R extends { id: string; flags: string }>(
   while (start < filters.length) {
     let end = start;
     let params = 0;
-    do params += filters[end]!.reduce((sum, condition) => sum + condition.params.length, 0);
-    while (++end < filters.length && params + filters[end]!.reduce((sum, condition) => sum + condition.params.length, 0) <= MAX_FILTER_PARAMS);
+    do params += paramsOf(filters[end]!);
+    while (++end < filters.length && params + paramsOf(filters[end]!) <= MAX_FILTER_PARAMS);
     const group = filters.slice(start, end);
     for (const row of await read(matchFlags(group))) group.forEach((_, index) => row.flags[index] === '1' && met[start + index]!.push(row));
     start = end;
@@ -129,7 +134,7 @@ export async function callRulesOf(tx: SqlScope, projectIds: readonly string[]): 
   const rules = await activeRules(tx, { projectIds, trigger: 'call' });
   if (!rules.length || !onPostgres(tx)) return { rules, returning: null };
   const filters = rules.map((rule) => [sql`project_id = ${rule.projectId}`, ...callFilterConditions(tx, rule.filter)]);
-  const params = filters.reduce((sum, conditions) => sum + conditions.reduce((n, condition) => n + condition.params.length, 0), 0);
+  const params = filters.reduce((sum, conditions) => sum + paramsOf(conditions), 0);
   return { rules, returning: params <= MAX_FILTER_PARAMS ? matchFlags(filters) : null };
 }
 
