@@ -261,9 +261,22 @@ export async function previewRule(db: SqlScope, { req, scanLimit }: { req: Queue
   await liveQueue(db, req.project_id, req.queue_id);
   if (!onPostgres(db)) return countPreview(db, { req, scanLimit });
   return sqlTransaction(db, async (tx) => {
+    await allowSorts(tx, false);
     await withoutJit(tx);
     return countPreview(tx, { req, scanLimit });
   });
+}
+
+/**
+ * Whether PostgreSQL may sort, for the rest of the transaction. A preview scans the newest calls
+ * of a range and a backfill chunk the next ones: calls_started_idx (project_id, started_at, id)
+ * in order. Without sorts, the planner walks it whatever its statistics say; those of a project
+ * that had just grown by a million calls (autovacuum had not analyzed it yet) took the project
+ * for 8,734 calls and read all million with a bitmap scan to sort them: a preview of 20 conditions
+ * 2.3–2.9 s instead of 0.5, a backfill chunk of 1,000 650 ms instead of 2.
+ */
+export async function allowSorts(tx: SqlScope, allowed: boolean): Promise<void> {
+  await sqlRun(tx, sql`select set_config('enable_sort', ${allowed ? 'on' : 'off'}, true)`);
 }
 
 /**

@@ -7,7 +7,7 @@ import { sql } from '../db/statement.ts';
 import type { Logger } from '../log.ts';
 import { publishingTransaction, type QueueEventPublisher } from './queue-events.ts';
 import { callFilterConditions } from './call-filter.ts';
-import { withoutJit } from './queue-rules.ts';
+import { allowSorts, withoutJit } from './queue-rules.ts';
 import { ACTIVE_RULE_COLUMNS, addRuleItems, matchFlags, toActiveRule } from './rule-items.ts';
 
 // Backfills of queue rules (contract 5.10): the calls already stored that started at or after a
@@ -70,9 +70,12 @@ export async function backfillChunk(
     const range = [sql`project_id = ${rule.projectId}`, sql`started_at >= ${row.backfill_since}`, sql`created_at <= ${row.backfill_until}`];
     if (row.backfill_after_id !== null) range.push(sql`(started_at, id) > (${row.backfill_after_started_at}, ${row.backfill_after_id})`);
     // started_at as the driver gives it: written back as the backfill's place.
+    // Read in index order whatever the statistics say (see allowSorts); the writes after it plan freely.
+    if (onPostgres(tx)) await allowSorts(tx, false);
     const calls = await sqlRows<{ id: string; started_at: unknown; flags: string }>(tx,
       sql`select id, started_at, ${matchFlags([callFilterConditions(tx, rule.filter)])} as flags from calls
         where ${sql.join(range, ' and ')} order by started_at, id limit ${settings.chunk}`);
+    if (onPostgres(tx)) await allowSorts(tx, true);
     const now = new Date();
     const outcomes = await addRuleItems(tx, { results: [{ rule, considered: calls.length, matched: calls.filter((call) => call.flags === '1') }], now, record });
     const added = outcomes.get(rule.id)?.added ?? 0;
