@@ -120,34 +120,55 @@ export type RuleWrite = { now: Date; record: RecordEvent };
 
 /**
  * The rules with trigger "call" of the projects a write of calls stores into, read before its
- * insert. On PostgreSQL `returning` is their flags (matchFlags, each rule's conditions and its
- * project) for the insert's RETURNING: every condition of a call filter is on the row's own
- * columns, so the stored row answers it as it is written, and no read of the new calls follows.
- * That read (`project_id = ? and id in (…)`) was planned from the project's statistics: on a
- * project grown since its last analyze, as a scan of all its calls (10–21 ms a batch at 15,000–30,000
- * calls, against 3 ms by the primary key). Null on SQLite, and when the filters' values would
- * crowd the insert's parameters.
+ * insert, with how the write learns which of its new calls meet which rule: one flags column
+ * (matchFlags, each rule's conditions and its project), computed on the new rows themselves.
+ *
+ * - PostgreSQL: `returning` is that column for the insert's RETURNING (every condition of a call
+ *   filter is on the row's own columns, so the stored row answers it as it is written). A read of
+ *   the new calls afterwards (`project_id = ? and id in (…)`) was planned from the project's
+ *   statistics: on a project grown since its last analyze, as a scan of all its calls (10–21 ms a
+ *   batch at 15,000–30,000 calls, against 3 ms by the primary key).
+ * - SQLite: `newRows` reads the column from the rows whose rowid is above the last one before the
+ *   insert: the write's calls (a write holds the database alone; calls are never deleted, so rowids
+ *   ascend), read in one range of the table rather than looked up one by one in the primary key (a
+ *   text condition reads the text index from that rowid on too, see CallFilterOptions).
+ *
+ * Both are null when the filters' values would crowd one statement's parameters: the calls are
+ * then read by id, the filters in groups (rowsMeeting).
  */
-export type CallRules = { rules: ActiveRule[]; returning: Statement | null };
+export type CallRules = {
+  rules: ActiveRule[];
+  returning: Statement | null;
+  newRows: { afterRowid: number; flags: Statement | null } | null;
+};
 
 export async function callRulesOf(tx: SqlScope, projectIds: readonly string[]): Promise<CallRules> {
   const rules = await activeRules(tx, { projectIds, trigger: 'call' });
-  if (!rules.length || !onPostgres(tx)) return { rules, returning: null };
-  const filters = rules.map((rule) => [sql`project_id = ${rule.projectId}`, ...callFilterConditions(tx, rule.filter)]);
+  if (!rules.length) return { rules, returning: null, newRows: null };
+  const afterRowid = onPostgres(tx) ? undefined : await lastCallRowid(tx);
+  const filters = rules.map((rule) => [sql`project_id = ${rule.projectId}`, ...callFilterConditions(tx, rule.filter, { textAfterRowid: afterRowid })]);
   const params = filters.reduce((sum, conditions) => sum + paramsOf(conditions), 0);
-  return { rules, returning: params <= MAX_FILTER_PARAMS ? matchFlags(filters) : null };
+  const flags = params <= MAX_FILTER_PARAMS ? matchFlags(filters) : null;
+  return afterRowid === undefined ? { rules, returning: flags, newRows: null } : { rules, returning: null, newRows: { afterRowid, flags } };
+}
+
+/** SQLite: the last rowid of `calls` (0 when empty). */
+async function lastCallRowid(tx: SqlScope): Promise<number> {
+  const [last] = await sqlRows<{ last: number | null }>(tx, sql`select max(rowid) as last from calls`);
+  return Number(last?.last ?? 0);
 }
 
 /** A call a write stored; `flags` when its insert returned CallRules' `returning`. */
 export type StoredCall = { projectId: string; id: string; flags?: string };
 
 /** Newly stored calls: the rules (callRulesOf) of their projects add the matching, sampled ones. */
-export async function addCallRuleItems(tx: SqlScope, { calls, rules: { rules }, now, record }: RuleWrite & { calls: readonly StoredCall[]; rules: CallRules }): Promise<void> {
-  if (!rules.length) return;
-  const byProject = groupBy(calls, (call) => call.projectId);
+export async function addCallRuleItems(tx: SqlScope, { calls, rules: callRules, now, record }: RuleWrite & { calls: readonly StoredCall[]; rules: CallRules }): Promise<void> {
+  const { rules, newRows } = callRules;
+  if (!rules.length || !calls.length) return;
+  const flagged = newRows?.flags ? await withNewRowFlags(tx, { calls, afterRowid: newRows.afterRowid, flags: newRows.flags }) : calls;
+  const byProject = groupBy(flagged, (call) => call.projectId);
   const results: RuleMatches[] = [];
-  const returned = calls.every((call) => call.flags !== undefined);
-  const textAfterRowid = returned ? undefined : await newTextRows(tx, { rules, newCalls: calls.length });
+  const returned = flagged.every((call) => call.flags !== undefined);
   for (const [projectId, projectCalls] of byProject) {
     const projectRules = rules.filter((rule) => rule.projectId === projectId);
     if (!projectRules.length) continue;
@@ -160,7 +181,7 @@ export async function addCallRuleItems(tx: SqlScope, { calls, rules: { rules }, 
       continue;
     }
     const matched = projectRules.map((): MatchedCall[] => []);
-    const filters = projectRules.map((rule) => callFilterConditions(tx, rule.filter, { textAfterRowid }));
+    const filters = projectRules.map((rule) => callFilterConditions(tx, rule.filter, { textAfterRowid: newRows?.afterRowid }));
     for (let i = 0; i < projectCalls.length; i += FLAG_CHUNK) {
       const ids = projectCalls.slice(i, i + FLAG_CHUNK).map((call) => call.id);
       const met = await rowsMeeting(filters, (flags) =>
@@ -172,16 +193,11 @@ export async function addCallRuleItems(tx: SqlScope, { calls, rules: { rules }, 
   await addRuleItems(tx, { results, now, record });
 }
 
-/**
- * SQLite: where the rowids of the calls just stored begin (see CallFilterOptions), when a rule
- * searches text: `calls_text` keys each call's text by the call's rowid, and the write's calls are
- * the last rows of `calls` (a write holds the database alone; calls are never deleted, so rowids
- * ascend).
- */
-async function newTextRows(tx: SqlScope, { rules, newCalls }: { rules: readonly ActiveRule[]; newCalls: number }): Promise<number | undefined> {
-  if (onPostgres(tx) || !rules.some((rule) => rule.filter.text !== undefined)) return undefined;
-  const [last] = await sqlRows<{ last: number | null }>(tx, sql`select max(rowid) as last from calls`);
-  return Number(last?.last ?? 0) - newCalls;
+/** SQLite: the write's calls with their flags, read from the rows after `afterRowid` (see CallRules). */
+async function withNewRowFlags(tx: SqlScope, { calls, afterRowid, flags }: { calls: readonly StoredCall[]; afterRowid: number; flags: Statement }): Promise<StoredCall[]> {
+  const rows = await sqlRows<{ project_id: string; id: string; flags: string }>(tx, sql`select project_id, id, ${flags} as flags from calls where rowid > ${afterRowid}`);
+  const read = new Map(rows.map((row) => [`${row.project_id}\u0000${row.id}`, row.flags]));
+  return calls.map((call) => ({ ...call, flags: read.get(`${call.projectId}\u0000${call.id}`) }));
 }
 
 /** The call a feedback record names: its call_ref, else its svc_ref when that is a call ref. */

@@ -244,6 +244,26 @@ describeEachBackend('queue rules', (backend) => {
     expect(await callIdsOf(projectId, queueId)).toEqual(['c1', 'c4']);
   });
 
+  it('tells the calls of one batch over two projects, some stored before, apart: each project\'s rules add its own new calls', async () => {
+    const [first, second] = [`acme/${uniqueId('two-a')}`, `acme/${uniqueId('two-b')}`];
+    const [firstQueue, secondQueue] = [await createQueue(server, member.api_key, first), await createQueue(server, member.api_key, second)];
+    // The same text and op name in both projects: only the project tells the rules apart.
+    const firstRule = await createRule(server, member.api_key, first, firstQueue, { filter: { text: 'refund' } });
+    const secondRule = await createRule(server, member.api_key, second, secondQueue, { filter: { op_names: ['chat'] } });
+    await createCalls(server, member.api_key, first, [{ id: 'old', inputs: { q: 'a refund, stored before' } }]);
+    const batch = [
+      ...[{ id: 'old', inputs: { q: 'a refund, stored before' } }, { id: 'x1', inputs: { q: 'refund please' } }, { id: 'x2', op_name: 'tool', inputs: { q: 'no words' } }].map((call) => ({ ...call, project: first })),
+      ...[{ id: 'x1', inputs: { q: 'refund please' } }, { id: 'x3', op_name: 'tool', inputs: { q: 'refund too' } }].map((call) => ({ ...call, project: second })),
+    ].map(({ project, ...call }) => ({ op_name: 'chat', started_at: '2026-01-02T03:04:05.678Z', ...call, project_id: project }));
+    const reply = await rest(server, 'POST', '/calls/batch/create', { key: member.api_key, body: { batch } });
+    expect(reply.status, reply.text).toBe(200);
+    expect(await callIdsOf(first, firstQueue)).toEqual(['old', 'x1']);
+    expect(await callIdsOf(second, secondQueue)).toEqual(['x1']);
+    // The stored call was considered by its first write only.
+    expect((await readRule(server, member.api_key, first, firstQueue, firstRule.id)).stats).toMatchObject({ considered: 3, matched: 2, added: 2 });
+    expect((await readRule(server, member.api_key, second, secondQueue, secondRule.id)).stats).toMatchObject({ considered: 2, matched: 1, added: 1 });
+  });
+
   it('adds nothing when the write fails, and nothing through a disabled rule, a deleted rule or a deleted queue', async () => {
     const projectId = `acme/${uniqueId('fail')}`;
     const queueId = await createQueue(server, member.api_key, projectId);
