@@ -276,7 +276,8 @@ export async function previewRule(db: SqlScope, { req, scanLimit }: { req: Queue
  * 2.3–2.9 s instead of 0.5, a backfill chunk of 1,000 650 ms instead of 2.
  */
 export async function allowSorts(tx: SqlScope, allowed: boolean): Promise<void> {
-  await sqlRun(tx, sql`select set_config('enable_sort', ${allowed ? 'on' : 'off'}, true)`);
+  // Allowed again is the server's own setting, whatever it is.
+  await sqlRun(tx, allowed ? sql`set local enable_sort to default` : sql`set local enable_sort = off`);
 }
 
 /**
