@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import express, { Router, type RequestHandler } from 'express';
-import { getAbsoluteFSPath } from 'swagger-ui-dist';
 import { RETRY_AFTER_UNAVAILABLE_SECONDS, UNAVAILABLE_REASON } from '../api/error-policy.ts';
 import { openApiDocument } from '../api/openapi.ts';
 import type { Orm } from '../db/orm.ts';
@@ -26,6 +26,13 @@ const DOCS_INDEX = `<!doctype html>
 </html>
 `;
 const DOCS_INIT = `window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#swagger-ui', deepLinking: true });\n`;
+
+/**
+ * The folder of swagger-ui-dist's assets, found by Node's resolution of its package.json. Not the
+ * package's `getAbsoluteFSPath`: its main module requires the 3.5 MB browser bundle to export it,
+ * which then ran in the server and stayed in its heap for good.
+ */
+const SWAGGER_ASSETS = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
 
 /** A promise that rejects after `ms`, for racing a check that may never answer. */
 function deadline(ms: number): { promise: Promise<never>; clear(): void } {
@@ -67,9 +74,8 @@ export function operationsRouter(orm: Orm, metrics: Metrics, readyTimeoutMs: num
   routes.get('/openapi.json', (_req, res) => {
     res.type('application/json').send(openapi);
   });
-  const assets = getAbsoluteFSPath();
   // Fail at start-up, not on the first visit, if the package is missing its assets.
-  readFileSync(join(assets, 'swagger-ui-bundle.js'), { flag: 'r' }).subarray(0, 1);
+  readFileSync(join(SWAGGER_ASSETS, 'swagger-ui-bundle.js'), { flag: 'r' }).subarray(0, 1);
   // Swagger UI is a page of this origin like the web app, under the same headers (its assets too).
   routes.use('/docs', (_req, res, next) => {
     setPageHeaders(res);
@@ -81,6 +87,6 @@ export function operationsRouter(orm: Orm, metrics: Metrics, readyTimeoutMs: num
   routes.get('/docs/init.js', (_req, res) => {
     res.type('application/javascript').send(DOCS_INIT);
   });
-  routes.use('/docs', express.static(assets, { index: false, maxAge: '1h' }));
+  routes.use('/docs', express.static(SWAGGER_ASSETS, { index: false, maxAge: '1h' }));
   return routes;
 }
