@@ -133,8 +133,8 @@ export type RuleWrite = { now: Date; record: RecordEvent };
  *   ascend), read in one range of the table rather than looked up one by one in the primary key (a
  *   text condition reads the text index from that rowid on too, see CallFilterOptions).
  *
- * Both are null when the filters' values would crowd one statement's parameters: the calls are
- * then read by id, the filters in groups (rowsMeeting).
+ * `returning` and `newRows.flags` are null when the filters' values would crowd one statement's
+ * parameters: the calls are then read by id, the filters in groups (rowsMeeting).
  */
 export type CallRules = {
   rules: ActiveRule[];
