@@ -7,13 +7,13 @@ import { freePort } from './ports.ts';
 
 /** The repository root, so children run exactly as `npm start` would run them. */
 export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
-const SERVER_ENTRY = 'server/src/main.ts';
+const SERVER_ENTRY = 'server/bin/loupe-server.js';
 const ADMIN_ENTRY = 'server/src/admin/cli.ts';
 const START_TIMEOUT_MS = 30_000;
 /** The Node flags `npm start` gives the server (heap bounds), read from package.json so they cannot drift. */
 const SERVER_NODE_FLAGS = (() => {
   const start = (JSON.parse(readFileSync(`${REPO_ROOT}package.json`, 'utf8')) as { scripts: { start: string } }).scripts.start;
-  const flags = /node ((?:--\S+ )*)server\/src\/main\.ts/.exec(start)?.[1] ?? '';
+  const flags = /node ((?:--\S+ )*)server\/bin\/loupe-server\.js/.exec(start)?.[1] ?? '';
   return flags.split(' ').filter(Boolean);
 })();
 
@@ -49,7 +49,7 @@ export type ChildServerOptions = {
 const QUIET_LEVELS = new Set(['warn', 'error', 'fatal', 'silent']);
 
 /**
- * The real server as its own process (`node server/src/main.ts`) on a free port. It is ready when
+ * The real server as its own process (`node server/bin/loupe-server.js`, as `npm start` runs it) on a free port. It is ready when
  * it logs "loupe listening" (PORT=0, the url comes from that line); at a log level that hides the
  * line, it gets a port picked here and is ready when GET /health answers.
  */

@@ -20,7 +20,7 @@ function run(entry: string, args: string[], databaseUrl: string): Promise<Proces
     LOUPE_DB_CONNECT_TIMEOUT_MS: '2000',
   });
 }
-const server = (url: string) => run('server/src/main.ts', [], url);
+const server = (url: string) => run('server/bin/loupe-server.js', [], url);
 const admin = (url: string) => run('server/src/admin/cli.ts', ['keys', 'list', 'nobody'], url);
 
 function expectNoSecret(output: string, ...secrets: string[]): void {
