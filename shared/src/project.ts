@@ -1,16 +1,16 @@
 import { z } from 'zod';
 import { Timestamp } from './time.ts';
 
+const NAME = '[A-Za-z0-9][A-Za-z0-9_.-]{0,127}';
 /** One part of a project id: an entity name or a project name. */
-export const NAME_PART = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+export const NAME_PART = new RegExp(`^${NAME}$`);
+/** Both parts at once: no array of parts per check (every element of a batch names its project). */
+const PROJECT_ID = new RegExp(`^${NAME}/${NAME}$`);
 
 /** `<entity>/<project>`, each part matching {@link NAME_PART}. */
 export const ProjectId = z
   .string()
-  .refine((value) => {
-    const parts = value.split('/');
-    return parts.length === 2 && parts.every((part) => NAME_PART.test(part));
-  }, 'project_id must be "<entity>/<project>", each part 1-128 of [A-Za-z0-9_.-] starting with a letter or digit')
+  .refine((value) => PROJECT_ID.test(value), 'project_id must be "<entity>/<project>", each part 1-128 of [A-Za-z0-9_.-] starting with a letter or digit')
   .meta({ description: '`<entity>/<project>`', example: 'acme/chatbot' });
 
 export function splitProjectId(projectId: string): { entity: string; project: string } {

@@ -32,15 +32,20 @@ const fail = (reason: string): RefParse => ({ ok: false, reason });
 /** Parses a ref; on failure the reason says which part is wrong. */
 export function parseRef(text: string): RefParse {
   if (!text.startsWith(REF_SCHEME)) return fail(`must start with "${REF_SCHEME}"`);
-  const parts = text.slice(REF_SCHEME.length).split('/');
-  const [entity, project, kind, ...rest] = parts;
+  // Read in place from the parts of the whole text ('svc:', '', '', entity, project, kind, …):
+  // feedback batches parse a ref or two per element, so nothing is copied that is not kept.
+  const parts = text.split('/');
+  const entity = parts[3];
+  const project = parts[4];
+  const kind = parts[5];
+  const rest = 6; // the first part after the kind
   if (entity === undefined || !NAME_PART.test(entity)) return fail('has an invalid or missing entity');
   if (project === undefined || !NAME_PART.test(project)) return fail('has an invalid or missing project');
-  const base = { entity, project, projectId: `${entity}/${project}` };
+  const projectId = `${entity}/${project}`;
   switch (kind) {
     case 'object':
     case 'op': {
-      const [nameAndDigest, ...pairs] = rest;
+      const nameAndDigest = parts[rest];
       if (!nameAndDigest) return fail(`needs <name>:<digest> after /${kind}/`);
       const colon = nameAndDigest.indexOf(':');
       if (colon < 0) return fail(`needs <name>:<digest> after /${kind}/, the digest is missing`);
@@ -48,25 +53,27 @@ export function parseRef(text: string): RefParse {
       const digest = nameAndDigest.slice(colon + 1);
       if (!OBJECT_NAME.test(name)) return fail('has an invalid name: use 1-128 of [A-Za-z0-9._-]');
       if (!DIGEST.test(digest)) return fail('has an invalid digest: it must be non-empty without "/" or ":"');
-      if (pairs.length % 2 !== 0) return fail('has an edge without a value: extra parts come in /<edge>/<value> pairs');
+      if ((parts.length - rest - 1) % 2 !== 0) return fail('has an edge without a value: extra parts come in /<edge>/<value> pairs');
       const extra: ObjectRef['extra'] = [];
-      for (let i = 0; i < pairs.length; i += 2) {
-        const edge = pairs[i]!;
-        const value = pairs[i + 1]!;
+      for (let i = rest + 1; i < parts.length; i += 2) {
+        const edge = parts[i]!;
+        const value = parts[i + 1]!;
         if (!(REF_EDGES as readonly string[]).includes(edge)) return fail(`has an unknown edge "${edge}": use ${REF_EDGES.join(', ')}`);
         if (!value) return fail(`has an empty value for edge "${edge}"`);
         if (edge === 'index' && !INTEGER.test(value)) return fail('has an index edge whose value is not an integer');
         extra.push({ edge: edge as RefEdge, value });
       }
-      return { ok: true, ref: { kind, ...base, name, digest, extra } };
+      return { ok: true, ref: { kind, entity, project, projectId, name, digest, extra } };
     }
     case 'call': {
-      if (rest.length !== 1 || !CALL_ID.test(rest[0]!)) return fail('needs exactly one call id (1-128 of [A-Za-z0-9._:-]) after /call/');
-      return { ok: true, ref: { kind, ...base, callId: rest[0]! } };
+      const callId = parts[rest];
+      if (parts.length !== rest + 1 || !CALL_ID.test(callId!)) return fail('needs exactly one call id (1-128 of [A-Za-z0-9._:-]) after /call/');
+      return { ok: true, ref: { kind, entity, project, projectId, callId: callId! } };
     }
     case 'table': {
-      if (rest.length !== 1 || !DIGEST.test(rest[0]!)) return fail('needs exactly one digest after /table/');
-      return { ok: true, ref: { kind, ...base, digest: rest[0]! } };
+      const digest = parts[rest];
+      if (parts.length !== rest + 1 || !DIGEST.test(digest!)) return fail('needs exactly one digest after /table/');
+      return { ok: true, ref: { kind, entity, project, projectId, digest: digest! } };
     }
     default:
       return fail(kind ? `has an unknown kind "${kind}": use object, op, call or table` : 'has no kind');

@@ -4,14 +4,43 @@
 
 export type TextProblem = { path: (string | number)[]; message: string };
 
-/** A value still to look at, with the way back to the root (paths are built only for a problem). */
+/** A value `locate` has still to look at, with the way back to the root (a path is built only for a problem). */
 type Pending = { value: unknown; key: string | number; parent: Pending | undefined };
 
 /**
- * The first string (or object key) of a JSON value that cannot be stored, or null. Walks with an
- * explicit stack, so any depth costs heap in proportion to the value, never the call stack.
+ * The first string (or object key) of a JSON value that cannot be stored, or null. A value with
+ * none, the usual case, is walked once without building anything per node (a batch of 1,000
+ * feedback records has some 15,000); only a value that has one is walked again to say where.
  */
 export function findUnstorableText(root: unknown): TextProblem | null {
+  return holdsUnstorableText(root) ? locate(root) : null;
+}
+
+/**
+ * Whether any string or key of the value is unstorable. Both walks use an explicit stack, so any
+ * depth costs heap in proportion to the value, never the call stack.
+ */
+function holdsUnstorableText(root: unknown): boolean {
+  const stack: unknown[] = [root];
+  while (stack.length) {
+    const value = stack.pop();
+    if (typeof value === 'string') {
+      if (unstorable(value)) return true;
+    } else if (Array.isArray(value)) {
+      for (let i = 0; i < value.length; i++) stack.push(value[i]);
+    } else if (value !== null && typeof value === 'object') {
+      for (const key in value) {
+        if (!Object.hasOwn(value, key)) continue;
+        if (unstorable(key)) return true;
+        stack.push((value as Record<string, unknown>)[key]);
+      }
+    }
+  }
+  return false;
+}
+
+/** The first problem in document order, with its path: each node remembers the way back to the root. */
+function locate(root: unknown): TextProblem | null {
   const stack: Pending[] = [{ value: root, key: '', parent: undefined }];
   while (stack.length) {
     const node = stack.pop()!;

@@ -21,6 +21,11 @@ export type CheckedFeedback = {
 
 const NOTE_MAX = 1024;
 const REF_FIELDS = ['annotation_ref', 'runnable_ref', 'call_ref', 'trigger_ref'] as const;
+/** The kinds of ref each field takes. */
+const ANY_KIND: readonly Ref['kind'][] = ['object', 'op', 'call', 'table'];
+const CALL_KIND: readonly Ref['kind'][] = ['call'];
+const OBJECT_KIND: readonly Ref['kind'][] = ['object'];
+const OP_OR_OBJECT_KIND: readonly Ref['kind'][] = ['op', 'object'];
 
 /** What an element needs looked up before its rules can run: its annotation spec and queue. */
 export function lookupsNeeded(element: FeedbackCreateReq): { spec: ObjectRef | null; queueId: string | null } {
@@ -56,9 +61,9 @@ export function checkFeedback(
     return parsed.ref;
   };
 
-  if (!ref('svc_ref', ['object', 'op', 'call', 'table'])) throw fail('svc_ref', 'is required.');
-  ref('call_ref', ['call']);
-  ref('trigger_ref', ['object']);
+  if (!ref('svc_ref', ANY_KIND)) throw fail('svc_ref', 'is required.');
+  ref('call_ref', CALL_KIND);
+  ref('trigger_ref', OBJECT_KIND);
 
   const type = element.feedback_type;
   let payload = element.payload;
@@ -78,8 +83,9 @@ export function checkFeedback(
   } else if (type === 'svc.note.1') {
     forbidRefs(['annotation_ref', 'runnable_ref'], 'is not allowed for a note.');
     const note = payload.note;
-    // Characters are code points, as in every other length limit (the zod schemas count them so too).
-    const length = typeof note === 'string' ? [...note].length : 0;
+    // Characters are code points, as in every other length limit (the zod schemas count them so too);
+    // a note of at most NOTE_MAX UTF-16 units has at most as many code points, so only a longer one is counted.
+    const length = typeof note !== 'string' ? 0 : note.length <= NOTE_MAX ? note.length : [...note].length;
     if (typeof note !== 'string' || length < 1 || length > NOTE_MAX) {
       throw fail('payload.note', `must be a string of 1-${NOTE_MAX} characters.`);
     }
@@ -87,7 +93,7 @@ export function checkFeedback(
     const name = type.slice('svc.annotation.'.length);
     if (!name) throw fail('feedback_type', 'needs a name after "svc.annotation.".');
     forbidRefs(['runnable_ref'], 'is not allowed for annotation feedback.');
-    const spec = ref('annotation_ref', ['object']) as ObjectRef | null;
+    const spec = ref('annotation_ref', OBJECT_KIND) as ObjectRef | null;
     if (!spec) throw fail('annotation_ref', `is required for feedback_type "${type}".`);
     if (spec.name !== name) throw fail('annotation_ref', `must name "${name}", the name in feedback_type.`);
     const schema = lookups.specSchema(projectId, spec.name, spec.digest);
@@ -100,7 +106,7 @@ export function checkFeedback(
     const name = type.slice('svc.runnable.'.length);
     if (!name) throw fail('feedback_type', 'needs a name after "svc.runnable.".');
     forbidRefs(['annotation_ref'], 'is not allowed for runnable feedback.');
-    const runnable = ref('runnable_ref', ['op', 'object']) as ObjectRef | null;
+    const runnable = ref('runnable_ref', OP_OR_OBJECT_KIND) as ObjectRef | null;
     if (!runnable) throw fail('runnable_ref', `is required for feedback_type "${type}".`);
     if (runnable.name !== name) throw fail('runnable_ref', `must name "${name}", the name in feedback_type.`);
     if (runnable.kind === 'op' && !element.call_ref) throw fail('call_ref', 'is required when runnable_ref is an op ref.');
