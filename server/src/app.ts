@@ -92,7 +92,7 @@ export function createApp(services: Services): { listener: RequestListener; drai
       waitMs: limits.bodyWaitMs,
       minRate: limits.bodyMinRate,
       timeoutMs: limits.bodyTimeoutMs,
-    }, services.heapBudget),
+    }, services.heapBudget, { keepText: (req) => req.path.startsWith('/trpc/') }),
   );
 
   const typedDoor = createExpressMiddleware({

@@ -1,4 +1,4 @@
-import { iso31661 } from 'iso-3166';
+import { iso31661 } from 'iso-3166/1.js';
 import { z } from 'zod';
 
 const COUNTRY_CODES: ReadonlySet<string> = new Set(iso31661.map((country) => country.alpha2));

@@ -184,8 +184,11 @@ const PG_RECORD = sql.raw(Object.entries(ROW_COLUMN_TYPES).map(([c, type]) => `$
  */
 function insertStatement(db: SqlScope, chunk: readonly Prepared[], { userId, at, kind }: { userId: string; at: unknown; kind: InsertKind }): Statement {
   if (onPostgres(db)) {
+    // As UTF-8 bytes (a binary text parameter): the JSON text, a large object of a few hundred KB,
+    // is garbage at once instead of living through the round trip into the old generation.
+    const rows = Buffer.from(JSON.stringify(chunk.map(rowFields)));
     return sql`insert into feedback (${COLUMN_LIST}) select ${PG_SELECTED(userId, at)}
-      from jsonb_to_recordset(${JSON.stringify(chunk.map(rowFields))}::jsonb) as r(${PG_RECORD})${sql.raw(insertEnd(kind))}`;
+      from jsonb_to_recordset(${rows}::text::jsonb) as r(${PG_RECORD})${sql.raw(insertEnd(kind))}`;
   }
   // The statement is made directly, as `sql.join` of one `(…)` per row would make it: that takes
   // 1.5–3 ms per chunk of 1,000 rows (14,000 parts flattened twice), this 0.3–0.9 ms.

@@ -28,8 +28,9 @@ const UTF8 = new TextDecoder('utf-8', { fatal: true });
 const texts = new WeakMap<object, string>();
 
 /**
- * The JSON text a request's body was parsed from, when it had one: the typed door hands it to tRPC,
- * whose adapter would otherwise serialise the parsed body again only to parse it once more.
+ * The JSON text a request's body was parsed from, when it had one and the reader was asked to keep
+ * it (`keepText`): the typed door hands it to tRPC, whose adapter would otherwise serialise the
+ * parsed body again only to parse it once more.
  */
 export function bodyText(req: object): string | undefined {
   return texts.get(req);
@@ -51,7 +52,7 @@ export function bodyText(req: object): string | undefined {
  * back when its answer begins (headers written) or the client goes away, so an event stream opened
  * with a body holds nothing once it streams.
  */
-export function jsonBodyReader(limits: BodyLimits, budget: HeapBudget) {
+export function jsonBodyReader(limits: BodyLimits, budget: HeapBudget, { keepText }: { keepText: (req: Request) => boolean }) {
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     if (!carriesBody(req.method)) return next();
     if (refusalOf(req) !== undefined) {
@@ -94,7 +95,10 @@ export function jsonBodyReader(limits: BodyLimits, budget: HeapBudget) {
       return sendError(req, res, 400, 'BAD_REQUEST', 'The request body must be a JSON object.');
     }
     req.body = body;
-    texts.set(req, text);
+    // Only a request that needs its text keeps it: kept through the handler's database round trips,
+    // a batch's text (a large object of a few hundred KB) outlives the young generation and costs a
+    // full collection's marking later.
+    if (keepText(req)) texts.set(req, text);
     // Once answered, the request's text and parsed body are garbage, even while its connection (and
     // so the request object) lives on: a large body's heap is not kept for the next request.
     res.once('close', () => {
