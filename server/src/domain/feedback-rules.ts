@@ -83,8 +83,9 @@ export function checkFeedback(
   } else if (type === 'svc.note.1') {
     forbidRefs(['annotation_ref', 'runnable_ref'], 'is not allowed for a note.');
     const note = payload.note;
-    // Characters are code points, as in every other length limit (the zod schemas count them so too);
-    // a note of at most NOTE_MAX UTF-16 units has at most as many code points, so only a longer one is counted.
+    // Characters are code points, as in every other length limit (the zod schemas count them so
+    // too); a note of at most NOTE_MAX UTF-16 units has no more code points, so only a longer one
+    // is counted.
     const length = typeof note !== 'string' ? 0 : note.length <= NOTE_MAX ? note.length : [...note].length;
     if (typeof note !== 'string' || length < 1 || length > NOTE_MAX) {
       throw fail('payload.note', `must be a string of 1-${NOTE_MAX} characters.`);
