@@ -17,6 +17,7 @@ import { modelListHttp } from './http/model-list.ts';
 import { oidcRoutes } from './http/oidc-routes.ts';
 import { operationsRouter } from './http/operations.ts';
 import { otlpTracesHttp } from './http/otlp-traces.ts';
+import { onTypedDoor } from './http/request-kind.ts';
 import { RequestTracker } from './http/request-tracker.ts';
 import { restDoor } from './http/rest-door.ts';
 import { RouteTable } from './http/route-table.ts';
@@ -92,7 +93,7 @@ export function createApp(services: Services): { listener: RequestListener; drai
       waitMs: limits.bodyWaitMs,
       minRate: limits.bodyMinRate,
       timeoutMs: limits.bodyTimeoutMs,
-    }, services.heapBudget, { keepText: (req) => req.path.startsWith('/trpc/') }),
+    }, services.heapBudget, { keepText: (req) => onTypedDoor(req.path) }),
   );
 
   const typedDoor = createExpressMiddleware({

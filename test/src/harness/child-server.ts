@@ -49,9 +49,10 @@ export type ChildServerOptions = {
 const QUIET_LEVELS = new Set(['warn', 'error', 'fatal', 'silent']);
 
 /**
- * The real server as its own process (`node server/bin/loupe-server.js`, as `npm start` runs it) on a free port. It is ready when
- * it logs "loupe listening" (PORT=0, the url comes from that line); at a log level that hides the
- * line, it gets a port picked here and is ready when GET /health answers.
+ * The real server as its own process (`node server/bin/loupe-server.js`, as `npm start` runs it)
+ * on a free port. It is ready when it logs "loupe listening" (PORT=0, the url comes from that
+ * line); at a log level that hides the line, it gets a port picked here and is ready when GET
+ * /health answers.
  */
 export async function startChildServer(options: ChildServerOptions): Promise<ChildServer> {
   const env: Record<string, string | undefined> = { ...process.env, PORT: '0', LOUPE_CATALOG_WATCH: 'false', ...options.env, DATABASE_URL: options.databaseUrl };
