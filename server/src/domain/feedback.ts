@@ -30,7 +30,7 @@ import { budgetedPage, jsonDensity } from './answer-budget.ts';
 import { newId } from './ids.ts';
 import { publishingTransaction, type QueueEventPublisher, type RecordEvent } from './queue-events.ts';
 import { addFeedbackRuleItems } from './rule-items.ts';
-import { feedbackCreated, writeWebhookEvents, type WrittenEvent } from './webhook-outbox.ts';
+import { writeFeedbackCreated, type WrittenEvent } from './webhook-outbox.ts';
 
 const CHUNK = 1000;
 const COLUMNS = [
@@ -279,10 +279,7 @@ async function store(
   // this transaction.
   const created = unique.filter((p) => !retries.has(p.key));
   await addFeedbackRuleItems(tx, { feedback: created.map((p) => ({ projectId: p.projectId, id: p.id })), now, record });
-  const announced = await writeWebhookEvents(tx, feedbackCreated(created.map((p) => ({
-    project_id: p.projectId, id: p.id, feedback_type: p.element.feedback_type, svc_ref: p.element.svc_ref,
-    call_ref: p.element.call_ref ?? null, queue_id: p.queueId, svc_user_id: userId,
-  }))));
+  const announced = await writeFeedbackCreated(tx, { created, userId });
   const createdAt = now.toISOString();
   const results = prepared.map((p): FeedbackCreateRes => {
     const row = retries.get(p.key);

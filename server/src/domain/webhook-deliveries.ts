@@ -1,4 +1,4 @@
-import type { WebhookDeliveriesQueryReq, WebhookDelivery, WebhookDeliveryRetryReq, WebhookRef } from '@loupe/shared';
+import type { WebhookDeliveriesQueryReq, WebhookDelivery, WebhookDeliveryRetryReq, WebhookRef, WebhookTestData } from '@loupe/shared';
 import { dateFromSql, isoFromSql, isoOrNullFromSql, lockClause, onPostgres, sqlDate, sqlRows, sqlRun, sqlTransaction, type SqlScope } from '../db/sql.ts';
 import { sql, type Statement } from '../db/statement.ts';
 import { decodeCursor, encodeCursor, keyset, keysetOrder, queryFingerprint, type KeysetKey } from './cursor.ts';
@@ -103,7 +103,13 @@ export async function retryDelivery(db: SqlScope, { req, wake }: { req: WebhookD
 export async function testWebhook(db: SqlScope, { ref, wake }: { ref: WebhookRef; wake: WebhookWake }): Promise<WebhookDelivery> {
   await enabledWebhook(db, ref);
   const { event, deliveryIds } = await sqlTransaction(db, (tx) =>
-    insertEvent(tx, { event: { type: 'webhook.test', data: { project_id: ref.project_id, webhook_id: ref.id } }, webhookIds: [ref.id], now: new Date() }),
+    insertEvent(tx, {
+      type: 'webhook.test',
+      projectId: ref.project_id,
+      dataJson: JSON.stringify({ project_id: ref.project_id, webhook_id: ref.id } satisfies WebhookTestData),
+      webhookIds: [ref.id],
+      now: new Date(),
+    }),
   );
   const delivery = await readDelivery(db, { webhookId: ref.id, deliveryId: deliveryIds[0]! });
   wake.webhooksWritten([event]);

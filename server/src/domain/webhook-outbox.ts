@@ -28,16 +28,27 @@ export type WebhookAnnouncement =
   | { type: 'annotation_queue.completed'; data: QueueCompletedData }
   | { type: 'webhook.test'; data: WebhookTestData };
 
-/** An event as written: what a delivery's body is made of (its payload as the UTF-8 bytes stored). */
-export type WrittenEvent = { id: string; type: DeliveredEventType; createdAt: Date; data: Buffer };
+/** An event as written: its id, and the body every delivery of it sends. */
+export type WrittenEvent = { id: string; body: Buffer };
 
 /**
  * A text's UTF-8 bytes. All-ASCII text (the usual payload: ids and refs) is its own UTF-8, and
  * copying it as Latin-1 costs a fraction of encoding it.
  */
-export function utf8Of(text: string): Buffer {
+function utf8Of(text: string): Buffer {
   const latin1 = Buffer.from(text, 'latin1');
   return isAscii(latin1) ? latin1 : Buffer.from(text, 'utf8');
+}
+
+/**
+ * A delivery's body, `{type, timestamp, data}` around the payload's JSON text, as UTF-8 bytes made
+ * once; `data` is the payload's own bytes within it (what the database stores).
+ */
+export function deliveryBody({ type, createdAt, dataJson }: { type: string; createdAt: Date; dataJson: string }): { body: Buffer; data: Buffer } {
+  // The head is ASCII (an event type, an ISO date): its length in characters is its length in bytes.
+  const head = `{"type":${JSON.stringify(type)},"timestamp":"${createdAt.toISOString()}","data":`;
+  const body = utf8Of(`${head}${dataJson}}`);
+  return { body, data: body.subarray(head.length, body.length - 1) };
 }
 
 /**
@@ -74,7 +85,7 @@ export async function writeWebhookEvents(tx: SqlScope, announcements: readonly W
     if (to('annotation_queue.completed').length) events.push(...(await completions(tx, list)));
     for (const event of events) {
       const webhookIds = to(event.type);
-      if (webhookIds.length) written.push((await insertEvent(tx, { event, webhookIds, now })).event);
+      if (webhookIds.length) written.push((await insertEvent(tx, { type: event.type, projectId, dataJson: JSON.stringify(event.data), webhookIds, now })).event);
     }
   }
   return written;
@@ -86,19 +97,19 @@ async function subscribersOf(tx: SqlScope, projectId: string): Promise<Subscribe
   return rows.map((row) => ({ id: row.id, events: jsonFromSql<string[]>(row.events) }));
 }
 
-/** Writes one event and its deliveries to the given webhooks. */
+/** Writes one event (its payload's JSON text given) and its deliveries to the given webhooks. */
 export async function insertEvent(
   tx: SqlScope,
-  { event, webhookIds, now }: { event: WebhookAnnouncement; webhookIds: readonly string[]; now: Date },
+  { type, projectId, dataJson, webhookIds, now }: { type: DeliveredEventType; projectId: string; dataJson: string; webhookIds: readonly string[]; now: Date },
 ): Promise<{ event: WrittenEvent; deliveryIds: string[] }> {
   const eventId = newId();
   const at = sqlDate(tx, now);
-  // The payload travels as bytes, made once: to the database (PostgreSQL reads a binary text
-  // parameter as its UTF-8; SQLite casts the blob to text) and to the bodies of its deliveries.
-  const data = utf8Of(JSON.stringify(event.data));
+  // The body is made once, as bytes: the payload within it goes to the database (PostgreSQL reads
+  // a binary text parameter as its UTF-8; SQLite casts the blob to text), the whole to every delivery.
+  const { body, data } = deliveryBody({ type, createdAt: now, dataJson });
   const stored = onPostgres(tx) ? sql`${data}` : sql`cast(${data} as text)`;
   const insertedEvent = sql`insert into webhook_events (id, project_id, type, data, created_at)
-    values (${eventId}, ${event.data.project_id}, ${event.type}, ${stored}, ${at})`;
+    values (${eventId}, ${projectId}, ${type}, ${stored}, ${at})`;
   const deliveryIds = webhookIds.map(() => newId());
   const rows = webhookIds.map((webhookId, index) => sql`(${sql.list([deliveryIds[index], webhookId, eventId, 'pending', 0, at, at, at])})`);
   const insertedDeliveries = sql`insert into webhook_deliveries (id, webhook_id, event_id, state, attempts, next_attempt_at, created_at, updated_at)
@@ -110,7 +121,7 @@ export async function insertEvent(
     await sqlRun(tx, insertedEvent);
     await sqlRun(tx, insertedDeliveries);
   }
-  return { event: { id: eventId, type: event.type, createdAt: now, data }, deliveryIds };
+  return { event: { id: eventId, body }, deliveryIds };
 }
 
 /** Finished states of a progress record: an annotator's work on the item is over. */
@@ -154,19 +165,42 @@ async function completions(tx: SqlScope, list: readonly WebhookAnnouncement[]): 
   return completed;
 }
 
-/** `feedback.created` events of newly stored records: per project, at most 1,000 records each. */
-export function feedbackCreated(records: readonly (FeedbackCreatedData['feedback'][number] & { project_id: string })[]): WebhookAnnouncement[] {
-  const byProject = new Map<string, FeedbackCreatedData['feedback']>();
-  for (const { project_id, ...record } of records) {
-    const list = byProject.get(project_id);
+/** A feedback record a request created, as the feedback store holds it. */
+export type CreatedFeedback = {
+  projectId: string;
+  id: string;
+  queueId: string | null;
+  element: { feedback_type: string; svc_ref: string; call_ref?: string | null | undefined };
+};
+
+/**
+ * Writes `feedback.created` events of newly stored records, in the caller's transaction: per
+ * project that a live, enabled webhook subscribes to it from, events of at most 1,000 records. A
+ * payload is built only then, and turned into its bytes at once: at batch 1,000 its records
+ * never outlive the statement that writes them.
+ */
+export async function writeFeedbackCreated(
+  tx: SqlScope,
+  { created, userId }: { created: readonly CreatedFeedback[]; userId: string },
+): Promise<WrittenEvent[]> {
+  const written: WrittenEvent[] = [];
+  const byProject = new Map<string, CreatedFeedback[]>();
+  for (const record of created) {
+    const list = byProject.get(record.projectId);
     if (list) list.push(record);
-    else byProject.set(project_id, [record]);
+    else byProject.set(record.projectId, [record]);
   }
-  const events: WebhookAnnouncement[] = [];
-  for (const [projectId, feedback] of byProject) {
-    for (let i = 0; i < feedback.length; i += FEEDBACK_CREATED_MAX_RECORDS) {
-      events.push({ type: 'feedback.created', data: { project_id: projectId, feedback: feedback.slice(i, i + FEEDBACK_CREATED_MAX_RECORDS) } });
+  const now = new Date();
+  for (const [projectId, records] of byProject) {
+    const webhookIds = (await subscribersOf(tx, projectId)).filter((hook) => hook.events.includes('feedback.created') || hook.events.includes('*')).map((hook) => hook.id);
+    if (!webhookIds.length) continue;
+    for (let i = 0; i < records.length; i += FEEDBACK_CREATED_MAX_RECORDS) {
+      const feedback: FeedbackCreatedData['feedback'] = records.slice(i, i + FEEDBACK_CREATED_MAX_RECORDS).map((p) => ({
+        id: p.id, feedback_type: p.element.feedback_type, svc_ref: p.element.svc_ref, call_ref: p.element.call_ref ?? null, queue_id: p.queueId, svc_user_id: userId,
+      }));
+      const data: FeedbackCreatedData = { project_id: projectId, feedback };
+      written.push((await insertEvent(tx, { type: 'feedback.created', projectId, dataJson: JSON.stringify(data), webhookIds, now })).event);
     }
   }
-  return events;
+  return written;
 }

@@ -3,7 +3,7 @@ import { LRUCache } from 'lru-cache';
 import type { WebhookSettings } from '../config.ts';
 import type { SqlScope } from '../db/sql.ts';
 import type { ResolveHost } from '../domain/webhook-addresses.ts';
-import { utf8Of, type WrittenEvent } from '../domain/webhook-outbox.ts';
+import { deliveryBody, type WrittenEvent } from '../domain/webhook-outbox.ts';
 import {
   claimDueDeliveries,
   eventData,
@@ -37,14 +37,6 @@ const CLEANUP_MAX_ROWS = 50_000;
  * every retry sends the same bytes, and the events written here need not be read back at all.
  */
 const BODY_CACHE_BYTES = 32 * 1024 * 1024;
-
-/** A delivery's body: `{type, timestamp, data}`, the payload's bytes as written. */
-function bodyOf(event: { type: string; createdAt: Date; data: Buffer }): Buffer {
-  const head = `{"type":${JSON.stringify(event.type)},"timestamp":${JSON.stringify(event.createdAt.toISOString())},"data":`;
-  return Buffer.concat([Buffer.from(head), event.data, CLOSING_BRACE]);
-}
-
-const CLOSING_BRACE = Buffer.from('}');
 
 export type DeliveryWorkerOptions = {
   db: SqlScope;
@@ -80,9 +72,8 @@ export class DeliveryWorker {
 
   /** Events this process's writes committed: their bodies are kept, and the worker looks for due deliveries now. */
   written(events: readonly WrittenEvent[]): void {
-    for (const event of events) {
-      const body = bodyOf(event);
-      if (body.length <= BODY_CACHE_BYTES / 8) this.#bodies.set(event.id, body);
+    for (const { id, body } of events) {
+      if (body.length <= BODY_CACHE_BYTES / 8) this.#bodies.set(id, body);
     }
     this.wake();
   }
@@ -157,7 +148,7 @@ export class DeliveryWorker {
     for (const delivery of due) {
       const dataText = data.get(delivery.eventId);
       if (dataText === undefined || bodies.has(delivery.eventId)) continue;
-      const body = bodyOf({ type: delivery.type, createdAt: delivery.eventAt, data: utf8Of(dataText) });
+      const { body } = deliveryBody({ type: delivery.type, createdAt: delivery.eventAt, dataJson: dataText });
       bodies.set(delivery.eventId, body);
       this.#bodies.set(delivery.eventId, body);
     }
