@@ -1,11 +1,8 @@
-import { once } from 'node:events';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createUserViaCli } from '../harness/child-server.ts';
 import { freshDatabase, postgresAvailable, type Backend } from '../harness/databases.ts';
-import { startLoupe } from './child.ts';
+import { startLoupe, startScript } from './child.ts';
 import { cpuSeconds } from './process-cpu.ts';
 import { median, type Section, type Settings } from './report.ts';
 
@@ -30,32 +27,17 @@ function element(project: string, n: number) {
   return { project_id: project, svc_ref: `svc:///${project}/call/call-${n % 5000}`, feedback_type: 'thumbs', payload: { value: n % 5, reason: 'tone', tags: ['support', 'en'] } };
 }
 
-/** A receiver on loopback that answers at once and notes each delivery's delay and webhook-id. */
+/** The receiver (webhook-receiver.ts), in its own process. */
 async function startReceiver() {
-  const delays: number[] = [];
-  let received = 0;
-  const server = createServer((req, res) => {
-    let head = '';
-    req.on('data', (chunk: Buffer) => {
-      if (head.length < 200) head += chunk.toString('utf8', 0, 200);
-    });
-    req.on('end', () => {
-      const at = Date.now();
-      received++;
-      // The body begins {"type":"…","timestamp":"…": only its timestamp is read (cheap for the load generator).
-      const timestamp = /"timestamp":"([^"]+)"/.exec(head)?.[1];
-      if (timestamp) delays.push(at - Date.parse(timestamp));
-      res.writeHead(204).end();
-    });
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const target = await startScript('receiver', new URL('./webhook-receiver.ts', import.meta.url), {});
+  /** Deliveries received, delays noted, and the delays from the `from`-th on. */
+  const stats = async (from = Number.MAX_SAFE_INTEGER) =>
+    (await (await fetch(`${target.url}/stats?from=${from}`)).json()) as { received: number; noted: number; delays: number[] };
   return {
-    url,
-    delays,
-    received: () => received,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    url: target.url,
+    stats,
+    received: async () => (await stats()).received,
+    close: () => target.stop(),
   };
 }
 
@@ -137,17 +119,17 @@ async function benchBackend(backend: Backend, settings: Settings, workDir: strin
     // 2. Delivery under load: let the batches' deliveries drain first, then write single records.
     // Two deliveries per event: the first write, the warm-up and every round's batches to the project with webhooks.
     const batchDeliveries = 2 * (1 + batches * (1 + settings.rounds));
-    await waitFor(() => receiver.received() >= batchDeliveries, 60_000).catch(() =>
-      problems.push(`the batches' deliveries did not drain within 60 s (${receiver.received()} of ${batchDeliveries})`),
+    await waitFor(async () => (await receiver.received()) >= batchDeliveries, 60_000).catch(async () =>
+      problems.push(`the batches' deliveries did not drain within 60 s (${await receiver.received()} of ${batchDeliveries})`),
     );
     // 2a. Capacity: a burst of single-record writes from 8 clients, timed until the receiver has
     // every delivery of it.
     const burst = Math.max(200, settings.seconds * 60);
-    let count = receiver.received();
+    let count = await receiver.received();
     let started = performance.now();
     const burstWriteSeconds = await drive(burst, DELIVERY_WRITERS, () => post(hooked, 1));
-    if (!(await waitFor(() => receiver.received() >= count + 2 * burst, 120_000).then(() => true, () => false))) {
-      problems.push(`the burst's deliveries did not drain within 120 s (${receiver.received() - count} of ${2 * burst})`);
+    if (!(await waitFor(async () => (await receiver.received()) >= count + 2 * burst, 120_000).then(() => true, () => false))) {
+      problems.push(`the burst's deliveries did not drain within 120 s (${(await receiver.received()) - count} of ${2 * burst})`);
     }
     const burstSeconds = (performance.now() - started) / 1000;
     const capacity = (2 * burst) / burstSeconds;
@@ -155,8 +137,8 @@ async function benchBackend(backend: Backend, settings: Settings, workDir: strin
     // 2b. A sustained load at half that capacity: writes paced evenly over the run, each delay from
     // the event's commit to its receipt noted.
     const pace = Math.max(1, Math.round(capacity / 2 / 2));
-    count = receiver.received();
-    const firstDelay = receiver.delays.length;
+    const before = await receiver.stats();
+    count = before.received;
     started = performance.now();
     const total = pace * settings.seconds;
     const pending: Promise<void>[] = [];
@@ -168,17 +150,18 @@ async function benchBackend(backend: Backend, settings: Settings, workDir: strin
     }
     await Promise.all(pending);
     const writeSeconds = (performance.now() - started) / 1000;
-    if (!(await waitFor(() => receiver.received() >= count + 2 * total, 60_000).then(() => true, () => false))) {
-      problems.push(`the paced run's deliveries did not drain within 60 s (${receiver.received() - count} of ${2 * total})`);
+    if (!(await waitFor(async () => (await receiver.received()) >= count + 2 * total, 60_000).then(() => true, () => false))) {
+      problems.push(`the paced run's deliveries did not drain within 60 s (${(await receiver.received()) - count} of ${2 * total})`);
     }
     const runSeconds = (performance.now() - started) / 1000;
-    const delays = receiver.delays.slice(firstDelay);
+    const after = await receiver.stats(before.noted);
+    const delays = after.delays;
     const delivery = {
       burst_writes: burst,
       burst_writes_per_s: Math.round(burst / burstWriteSeconds),
       capacity_events_per_s: Math.round(capacity),
       paced_writes_per_s: pace,
-      paced_events_per_s: Math.round((receiver.received() - count) / runSeconds),
+      paced_events_per_s: Math.round((after.received - count) / runSeconds),
       paced_drain_after_writes_s: +(runSeconds - writeSeconds).toFixed(2),
       delay_ms: { p50: percentile(delays, 50), p95: percentile(delays, 95), p99: percentile(delays, 99), max: percentile(delays, 100) },
     };
@@ -202,9 +185,9 @@ async function benchBackend(backend: Backend, settings: Settings, workDir: strin
   }
 }
 
-async function waitFor(done: () => boolean, timeoutMs: number): Promise<void> {
+async function waitFor(done: () => Promise<boolean>, timeoutMs: number): Promise<void> {
   const deadline = performance.now() + timeoutMs;
-  while (!done()) {
+  while (!(await done())) {
     if (performance.now() > deadline) throw new Error('timed out');
     await sleep(20);
   }
