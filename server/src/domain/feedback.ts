@@ -30,7 +30,7 @@ import { budgetedPage, jsonDensity } from './answer-budget.ts';
 import { newId } from './ids.ts';
 import { publishingTransaction, type QueueEventPublisher, type RecordEvent } from './queue-events.ts';
 import { addFeedbackRuleItems } from './rule-items.ts';
-import { writeFeedbackCreated, type WrittenEvent } from './webhook-outbox.ts';
+import { writeFeedbackCreated, type WebhookWake, type WrittenEvent } from './webhook-outbox.ts';
 
 const CHUNK = 1000;
 const COLUMNS = [
@@ -233,7 +233,7 @@ type StoredResult = { id: string; project_id: string; request_hash: string; crea
 async function store(
   tx: SqlScope,
   prepared: readonly Prepared[],
-  { userId, now, where, record }: { userId: string; now: Date; where: Where; record: RecordEvent },
+  { userId, now, where, record, wake }: { userId: string; now: Date; where: Where; record: RecordEvent; wake: WebhookWake },
 ): Promise<Stored> {
   const positions = firstPositions(prepared, (index, first) =>
     invalid(`${where(index)}id "${prepared[index]!.id}" repeats batch[${first}] with different content.`),
@@ -279,7 +279,7 @@ async function store(
   // this transaction.
   const created = unique.filter((p) => !retries.has(p.key));
   await addFeedbackRuleItems(tx, { feedback: created.map((p) => ({ projectId: p.projectId, id: p.id })), now, record });
-  const announced = await writeFeedbackCreated(tx, { created, userId });
+  const announced = await writeFeedbackCreated(tx, { created, userId, wake });
   const createdAt = now.toISOString();
   const results = prepared.map((p): FeedbackCreateRes => {
     const row = retries.get(p.key);
@@ -317,7 +317,7 @@ export async function createFeedbackBatch(
   if (!batch.length) return { results: [], newRecords: 0 };
   const now = new Date();
   const prepared = await prepare(em, batch, { maxPayloadBytes, where: inBatch });
-  return committed(await publishingTransaction(em, events, (tx, record) => store(tx, prepared, { userId, now, where: inBatch, record })), events);
+  return committed(await publishingTransaction(em, events, (tx, record) => store(tx, prepared, { userId, now, where: inBatch, record, wake: events })), events);
 }
 
 /** `POST /feedback/create`: one record, with the batch's rules. */
@@ -326,7 +326,7 @@ export async function createFeedback(
   { userId, element, maxPayloadBytes, events }: FeedbackWrite<{ element: FeedbackCreateReq }>,
 ): Promise<FeedbackCreateRes> {
   const prepared = await prepare(em, [element], { maxPayloadBytes, where: single });
-  const [result] = committed(await publishingTransaction(em, events, (tx, record) => store(tx, prepared, { userId, now: new Date(), where: single, record })), events).results;
+  const [result] = committed(await publishingTransaction(em, events, (tx, record) => store(tx, prepared, { userId, now: new Date(), where: single, record, wake: events })), events).results;
   return result!;
 }
 
@@ -343,7 +343,7 @@ export async function replaceFeedback(
     if (ownOnly) await requireOwnRecords(tx, { projectId: element.project_id, ids: [feedbackId.toLowerCase()], userId });
     const removed = await sqlRun(tx, sql`delete from feedback where project_id = ${element.project_id} and id = ${feedbackId.toLowerCase()}`);
     if (!removed) throw notFound(`Feedback "${feedbackId}" does not exist in project ${element.project_id}.`);
-    return store(tx, prepared, { userId, now: new Date(), where: single, record });
+    return store(tx, prepared, { userId, now: new Date(), where: single, record, wake: events });
   });
   return committed(stored, events).results[0]!;
 }

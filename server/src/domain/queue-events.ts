@@ -49,7 +49,7 @@ export async function publishingTransaction<T>(db: SqlScope, events: QueueEventP
       if (announcement) announced.push(announcement);
     });
     if (recorded.length) await events.publish(tx, recorded);
-    written = await writeWebhookEvents(tx, announced);
+    written = await writeWebhookEvents(tx, { announcements: announced, wake: events });
     return value;
   });
   events.committed(recorded);

@@ -4,8 +4,8 @@ import { sql, type Statement } from '../db/statement.ts';
 import { decodeCursor, encodeCursor, keyset, keysetOrder, queryFingerprint, type KeysetKey } from './cursor.ts';
 import { conflict, notFound } from './errors.ts';
 import type { Page } from './paging.ts';
-import { insertEvent, type WebhookWake } from './webhook-outbox.ts';
-import { disableWebhook, enabledWebhook, readWebhook, stillAfter } from './webhooks.ts';
+import { insertEvent, type DueDelivery, type WebhookWake } from './webhook-outbox.ts';
+import { disableWebhook, enabledWebhook, readWebhook, signingSecrets, stillAfter } from './webhooks.ts';
 
 // Deliveries of webhook events: what a person reads and retries, and what the delivery workers
 // (webhooks/delivery-worker.ts) claim, attempt and record. One delivery is one event to one
@@ -118,21 +118,6 @@ export async function testWebhook(db: SqlScope, { ref, wake }: { ref: WebhookRef
 
 // ---- the delivery workers' side ----
 
-/** A delivery claimed for one attempt, with what the attempt needs. */
-export type DueDelivery = {
-  id: string;
-  webhookId: string;
-  eventId: string;
-  attempts: number;
-  type: string;
-  eventAt: Date;
-  url: string;
-  /** Sealed secrets: the current one, and the previous one while its overlap lasts. */
-  sealedSecrets: string[];
-  /** Whether the webhook was in a run of failures when claimed (a success then ends it). */
-  webhookFailing: boolean;
-};
-
 /**
  * Leases up to `limit` due deliveries of live, enabled webhooks to `owner` until `leaseUntil`.
  * PostgreSQL: FOR UPDATE SKIP LOCKED, so processes claiming at once take different rows; a lease
@@ -172,7 +157,7 @@ export async function claimDueDeliveries(db: SqlScope, { owner, limit, now, leas
     type: row.type,
     eventAt: dateFromSql(row.event_at),
     url: row.url,
-    sealedSecrets: row.previous_secret && stillAfter(row.previous_secret_expires_at, now) ? [row.secret, row.previous_secret] : [row.secret],
+    sealedSecrets: signingSecrets(row, now),
     webhookFailing: row.failing_since !== null && row.failing_since !== undefined,
   }));
 }
@@ -185,30 +170,49 @@ export async function eventData(db: SqlScope, eventIds: readonly string[]): Prom
 }
 
 /** How an attempt ended. */
-export type AttemptOutcome =
-  | { kind: 'delivered'; status: number }
-  | { kind: 'failed'; status: number | null; error: string; retryAfterMs?: number; gone?: boolean };
+export type AttemptOutcome = { kind: 'delivered'; status: number } | FailedAttempt;
+export type FailedAttempt = { kind: 'failed'; status: number | null; error: string; retryAfterMs?: number; gone?: boolean };
 
 /**
- * Records an attempt's outcome, if `owner` still holds the delivery's lease: delivered; pending
- * again after the schedule's next delay (or the receiver's Retry-After, when longer); failed
- * after the schedule's last. The webhook's run of failures starts or ends with it; a 410, or a
- * run of five days, disables the webhook with the reason.
+ * Records attempts that delivered, those whose lease `owner` still holds: one statement per
+ * status (mostly one for all), and the end of the run of failures of webhooks that were in one.
  */
-export async function recordAttempt(
+export async function recordDelivered(
   db: SqlScope,
-  { delivery, owner, outcome, schedule, now = new Date() }: { delivery: DueDelivery; owner: string; outcome: AttemptOutcome; schedule: readonly number[]; now?: Date },
+  { owner, delivered, now = new Date() }: { owner: string; delivered: readonly { delivery: DueDelivery; status: number }[]; now?: Date },
+): Promise<void> {
+  const at = sqlDate(db, now);
+  const byStatus = new Map<number, DueDelivery[]>();
+  for (const { delivery, status } of delivered) {
+    const list = byStatus.get(status);
+    if (list) list.push(delivery);
+    else byStatus.set(status, [delivery]);
+  }
+  const recovered = new Set<string>();
+  for (const [status, deliveries] of byStatus) {
+    // The lease holder alone changes a leased delivery: its attempts go up by this one.
+    const rows = await sqlRows<{ id: string }>(db, sql`update webhook_deliveries set state = 'delivered', attempts = attempts + 1, last_status = ${status},
+        last_error = null, next_attempt_at = null, lease_owner = null, lease_expires_at = null, updated_at = ${at}
+      where lease_owner = ${owner} and id in (${sql.list(deliveries.map((delivery) => delivery.id))}) returning id`);
+    const changed = new Set(rows.map((row) => row.id));
+    for (const delivery of deliveries) if (delivery.webhookFailing && changed.has(delivery.id)) recovered.add(delivery.webhookId);
+  }
+  if (recovered.size) await sqlRun(db, sql`update webhooks set failing_since = null where id in (${sql.list([...recovered])})`);
+}
+
+/**
+ * Records a failed attempt, if `owner` still holds the delivery's lease: pending again after the
+ * schedule's next delay (or the receiver's Retry-After, when longer); failed after the schedule's
+ * last. The webhook's run of failures starts with it; a 410, or a run of five days, disables the
+ * webhook with the reason.
+ */
+export async function recordFailure(
+  db: SqlScope,
+  { delivery, owner, outcome, schedule, now = new Date() }: { delivery: DueDelivery; owner: string; outcome: FailedAttempt; schedule: readonly number[]; now?: Date },
 ): Promise<void> {
   const at = sqlDate(db, now);
   const attempts = delivery.attempts + 1;
   const mine = sql`id = ${delivery.id} and lease_owner = ${owner}`;
-  if (outcome.kind === 'delivered') {
-    // One statement (the common case costs one round trip); a run of failures, rare, ends apart.
-    const changed = await sqlRun(db, sql`update webhook_deliveries set state = 'delivered', attempts = ${attempts}, last_status = ${outcome.status},
-        last_error = null, next_attempt_at = null, lease_owner = null, lease_expires_at = null, updated_at = ${at} where ${mine}`);
-    if (changed && delivery.webhookFailing) await sqlRun(db, sql`update webhooks set failing_since = null where id = ${delivery.webhookId}`);
-    return;
-  }
   await sqlTransaction(db, async (tx) => {
     const error = outcome.error.slice(0, MAX_ERROR_CHARS);
     const delay = outcome.gone ? undefined : schedule[attempts - 1];

@@ -13,6 +13,7 @@ import { sql } from '../db/statement.ts';
 import { newId } from './ids.ts';
 import { REQUIRED_FROM_QUEUE } from './coverage.ts';
 import { COUNTED_IN_QUEUE } from './queue-access.ts';
+import { signingSecrets, type SigningRow } from './webhooks.ts';
 
 // The outbox of webhooks (contract 5.13): a write that causes events writes them, and one pending
 // delivery per subscribed webhook, in its own transaction. So an event exists if and only if its
@@ -28,8 +29,30 @@ export type WebhookAnnouncement =
   | { type: 'annotation_queue.completed'; data: QueueCompletedData }
   | { type: 'webhook.test'; data: WebhookTestData };
 
-/** An event as written: its id, and the body every delivery of it sends. */
-export type WrittenEvent = { id: string; body: Buffer };
+/** A delivery leased for one attempt, with what the attempt needs. */
+export type DueDelivery = {
+  id: string;
+  webhookId: string;
+  eventId: string;
+  attempts: number;
+  type: string;
+  eventAt: Date;
+  url: string;
+  /** Sealed secrets: the current one, and the previous one while its overlap lasts. */
+  sealedSecrets: string[];
+  /** Whether the webhook was in a run of failures when leased (a success then ends it). */
+  webhookFailing: boolean;
+};
+
+/** A lease on deliveries for one process's delivery worker: its name, and until when. */
+export type DeliveryLease = { owner: string; until: Date };
+
+/**
+ * An event as written: its id, the body every delivery of it sends, and its deliveries when the
+ * write created them leased to this process's worker, with the lease's end (null: they wait, due,
+ * for any worker).
+ */
+export type WrittenEvent = { id: string; body: Buffer; leased: { deliveries: DueDelivery[]; until: Date } | null };
 
 /**
  * A text's UTF-8 bytes. All-ASCII text (the usual payload: ids and refs) is its own UTF-8, and
@@ -52,14 +75,20 @@ export function deliveryBody({ type, createdAt, dataJson }: { type: string; crea
 }
 
 /**
- * Told after a commit that wrote webhook events, with them: this process's delivery worker looks
- * at once instead of at its next poll, and need not read their payloads back (a speed-up only:
- * every process polls, and reads what it does not hold).
+ * This process's delivery worker, as writes see it. A write about to create deliveries asks for a
+ * lease: given one (the worker has a free slot), they are created leased to it, and after the
+ * commit the worker attempts them at once, neither looking for them nor reading their payloads
+ * back. Without one they are due for any process's worker, which finds them when it looks (told
+ * of the commit, this one looks at once; an empty list says only "look"). A speed-up only: every
+ * process polls, and a dead process's leases expire.
  */
-export type WebhookWake = { webhooksWritten(events: readonly WrittenEvent[]): void };
+export type WebhookWake = {
+  webhooksWritten(events: readonly WrittenEvent[]): void;
+  deliveryLease(): DeliveryLease | undefined;
+};
 
-/** A live, enabled webhook of a project and what it subscribes to. */
-type Subscriber = { id: string; events: string[] };
+/** A live, enabled webhook of a project: what it subscribes to, and what an attempt needs. */
+type Subscriber = { id: string; events: string[]; url: string; sealedSecrets: string[]; failing: boolean };
 
 /**
  * Writes the events of `announcements` that some live, enabled webhook of their project
@@ -67,7 +96,7 @@ type Subscriber = { id: string; events: string[] };
  * the last unfinished item of a queue adds `annotation_queue.completed`. Runs inside the
  * caller's transaction; returns the events written.
  */
-export async function writeWebhookEvents(tx: SqlScope, announcements: readonly WebhookAnnouncement[]): Promise<WrittenEvent[]> {
+export async function writeWebhookEvents(tx: SqlScope, { announcements, wake }: { announcements: readonly WebhookAnnouncement[]; wake: WebhookWake }): Promise<WrittenEvent[]> {
   const written: WrittenEvent[] = [];
   if (!announcements.length) return written;
   const byProject = new Map<string, WebhookAnnouncement[]>();
@@ -78,29 +107,56 @@ export async function writeWebhookEvents(tx: SqlScope, announcements: readonly W
   }
   const now = new Date();
   for (const [projectId, list] of byProject) {
-    const subscribers = await subscribersOf(tx, projectId);
+    const subscribers = await subscribersOf(tx, { projectId, now });
     if (!subscribers.length) continue;
-    const to = (type: DeliveredEventType) => subscribers.filter((hook) => hook.events.includes(type) || hook.events.includes('*')).map((hook) => hook.id);
     const events = [...list];
-    if (to('annotation_queue.completed').length) events.push(...(await completions(tx, list)));
+    if (subscribedTo(subscribers, 'annotation_queue.completed').length) events.push(...(await completions(tx, list)));
     for (const event of events) {
-      const webhookIds = to(event.type);
-      if (webhookIds.length) written.push((await insertEvent(tx, { type: event.type, projectId, dataJson: JSON.stringify(event.data), webhookIds, now })).event);
+      const hooks = subscribedTo(subscribers, event.type);
+      if (hooks.length) written.push(await writeEvent(tx, { type: event.type, projectId, dataJson: JSON.stringify(event.data), hooks, now, wake }));
     }
   }
   return written;
 }
 
-async function subscribersOf(tx: SqlScope, projectId: string): Promise<Subscriber[]> {
-  const rows = await sqlRows<{ id: string; events: unknown }>(tx,
-    sql`select id, events from webhooks where project_id = ${projectId} and deleted_at is null and disabled_at is null`);
-  return rows.map((row) => ({ id: row.id, events: jsonFromSql<string[]>(row.events) }));
+async function subscribersOf(tx: SqlScope, { projectId, now }: { projectId: string; now: Date }): Promise<Subscriber[]> {
+  const rows = await sqlRows<SigningRow & { id: string; events: unknown; url: string; failing_since: unknown }>(tx,
+    sql`select id, events, url, secret, previous_secret, previous_secret_expires_at, failing_since
+          from webhooks where project_id = ${projectId} and deleted_at is null and disabled_at is null`);
+  return rows.map((row) => ({
+    id: row.id,
+    events: jsonFromSql<string[]>(row.events),
+    url: row.url,
+    sealedSecrets: signingSecrets(row, now),
+    failing: row.failing_since !== null && row.failing_since !== undefined,
+  }));
 }
 
-/** Writes one event (its payload's JSON text given) and its deliveries to the given webhooks. */
+function subscribedTo(subscribers: readonly Subscriber[], type: DeliveredEventType): Subscriber[] {
+  return subscribers.filter((hook) => hook.events.includes(type) || hook.events.includes('*'));
+}
+
+/** Writes one event and its deliveries to `hooks`, leased to this process's worker when it has room. */
+async function writeEvent(
+  tx: SqlScope,
+  { type, projectId, dataJson, hooks, now, wake }: { type: DeliveredEventType; projectId: string; dataJson: string; hooks: readonly Subscriber[]; now: Date; wake: WebhookWake },
+): Promise<WrittenEvent> {
+  const lease = wake.deliveryLease();
+  const { event, deliveryIds } = await insertEvent(tx, { type, projectId, dataJson, webhookIds: hooks.map((hook) => hook.id), now, lease });
+  if (!lease) return event;
+  const deliveries = hooks.map((hook, index): DueDelivery => ({
+    id: deliveryIds[index]!, webhookId: hook.id, eventId: event.id, attempts: 0, type, eventAt: now, url: hook.url, sealedSecrets: hook.sealedSecrets, webhookFailing: hook.failing,
+  }));
+  return { ...event, leased: { deliveries, until: lease.until } };
+}
+
+/**
+ * Writes one event (its payload's JSON text given) and its deliveries to the given webhooks, due
+ * now; leased to `lease`'s worker when given.
+ */
 export async function insertEvent(
   tx: SqlScope,
-  { type, projectId, dataJson, webhookIds, now }: { type: DeliveredEventType; projectId: string; dataJson: string; webhookIds: readonly string[]; now: Date },
+  { type, projectId, dataJson, webhookIds, now, lease }: { type: DeliveredEventType; projectId: string; dataJson: string; webhookIds: readonly string[]; now: Date; lease?: DeliveryLease | undefined },
 ): Promise<{ event: WrittenEvent; deliveryIds: string[] }> {
   const eventId = newId();
   const at = sqlDate(tx, now);
@@ -111,8 +167,10 @@ export async function insertEvent(
   const insertedEvent = sql`insert into webhook_events (id, project_id, type, data, created_at)
     values (${eventId}, ${projectId}, ${type}, ${stored}, ${at})`;
   const deliveryIds = webhookIds.map(() => newId());
-  const rows = webhookIds.map((webhookId, index) => sql`(${sql.list([deliveryIds[index], webhookId, eventId, 'pending', 0, at, at, at])})`);
-  const insertedDeliveries = sql`insert into webhook_deliveries (id, webhook_id, event_id, state, attempts, next_attempt_at, created_at, updated_at)
+  const leaseUntil = lease ? sqlDate(tx, lease.until) : null;
+  const rows = webhookIds.map((webhookId, index) =>
+    sql`(${sql.list([deliveryIds[index], webhookId, eventId, 'pending', 0, at, lease?.owner ?? null, leaseUntil, at, at])})`);
+  const insertedDeliveries = sql`insert into webhook_deliveries (id, webhook_id, event_id, state, attempts, next_attempt_at, lease_owner, lease_expires_at, created_at, updated_at)
     values ${sql.join(rows, ', ')}`;
   // PostgreSQL: one round trip, the event written by the statement's WITH (checked as the
   // deliveries' foreign key at the statement's end); SQLite has no writing WITH, and no round trips.
@@ -121,7 +179,7 @@ export async function insertEvent(
     await sqlRun(tx, insertedEvent);
     await sqlRun(tx, insertedDeliveries);
   }
-  return { event: { id: eventId, body }, deliveryIds };
+  return { event: { id: eventId, body, leased: null }, deliveryIds };
 }
 
 /** Finished states of a progress record: an annotator's work on the item is over. */
@@ -181,7 +239,7 @@ export type CreatedFeedback = {
  */
 export async function writeFeedbackCreated(
   tx: SqlScope,
-  { created, userId }: { created: readonly CreatedFeedback[]; userId: string },
+  { created, userId, wake }: { created: readonly CreatedFeedback[]; userId: string; wake: WebhookWake },
 ): Promise<WrittenEvent[]> {
   const written: WrittenEvent[] = [];
   const byProject = new Map<string, CreatedFeedback[]>();
@@ -192,14 +250,14 @@ export async function writeFeedbackCreated(
   }
   const now = new Date();
   for (const [projectId, records] of byProject) {
-    const webhookIds = (await subscribersOf(tx, projectId)).filter((hook) => hook.events.includes('feedback.created') || hook.events.includes('*')).map((hook) => hook.id);
-    if (!webhookIds.length) continue;
+    const hooks = subscribedTo(await subscribersOf(tx, { projectId, now }), 'feedback.created');
+    if (!hooks.length) continue;
     for (let i = 0; i < records.length; i += FEEDBACK_CREATED_MAX_RECORDS) {
       const feedback: FeedbackCreatedData['feedback'] = records.slice(i, i + FEEDBACK_CREATED_MAX_RECORDS).map((p) => ({
         id: p.id, feedback_type: p.element.feedback_type, svc_ref: p.element.svc_ref, call_ref: p.element.call_ref ?? null, queue_id: p.queueId, svc_user_id: userId,
       }));
       const data: FeedbackCreatedData = { project_id: projectId, feedback };
-      written.push((await insertEvent(tx, { type: 'feedback.created', projectId, dataJson: JSON.stringify(data), webhookIds, now })).event);
+      written.push(await writeEvent(tx, { type: 'feedback.created', projectId, dataJson: JSON.stringify(data), hooks, now, wake }));
     }
   }
   return written;

@@ -168,6 +168,14 @@ export async function enabledWebhook(db: SqlScope, ref: WebhookRef): Promise<Web
   return webhook;
 }
 
+/** A webhook's stored secrets, as a delivery reads them. */
+export type SigningRow = { secret: string; previous_secret: string | null; previous_secret_expires_at: unknown };
+
+/** The sealed secrets a delivery is signed with: the current one, and the previous one while its overlap lasts. */
+export function signingSecrets(row: SigningRow, now: Date): string[] {
+  return row.previous_secret && stillAfter(row.previous_secret_expires_at, now) ? [row.secret, row.previous_secret] : [row.secret];
+}
+
 /** Whether a stored date is set and after `now`. */
 export function stillAfter(value: unknown, now: Date): boolean {
   return value !== null && value !== undefined && dateFromSql(value).getTime() > now.getTime();

@@ -7,11 +7,11 @@ import { postgresQueueEvents } from './postgres-queue-events.ts';
 import type { QueueEventBus } from './queue-event-bus.ts';
 
 /**
- * The queue event bus for the configured database (see the two implementations). Writes that
- * wrote webhook events call `webhooksWritten` after their commit.
+ * The queue event bus for the configured database (see the two implementations). Writes reach
+ * this process's webhook delivery worker through it (`webhooks`).
  */
-export function createQueueEvents(config: Config, log: Logger, webhooksWritten: WebhookWake['webhooksWritten']): QueueEventBus {
+export function createQueueEvents(config: Config, log: Logger, webhooks: WebhookWake): QueueEventBus {
   return dialectOf(config.databaseUrl) === 'sqlite'
-    ? memoryQueueEvents(webhooksWritten)
-    : postgresQueueEvents({ databaseUrl: config.databaseUrl, connectMs: config.dbTimeouts.connectMs, log, webhooksWritten });
+    ? memoryQueueEvents(webhooks)
+    : postgresQueueEvents({ databaseUrl: config.databaseUrl, connectMs: config.dbTimeouts.connectMs, log, webhooks });
 }

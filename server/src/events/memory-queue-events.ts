@@ -7,7 +7,7 @@ import type { WebhookWake } from '../domain/webhook-outbox.ts';
  * The bus on SQLite: one server process owns the database file (db/sqlite-server-lock.ts), so
  * every write happens here and an in-process hand-over after each commit reaches every subscriber.
  */
-export function memoryQueueEvents(webhooksWritten: WebhookWake['webhooksWritten']): QueueEventBus {
+export function memoryQueueEvents(webhooks: WebhookWake): QueueEventBus {
   const fanout = new LocalFanout();
   return {
     publish: async () => {},
@@ -15,7 +15,8 @@ export function memoryQueueEvents(webhooksWritten: WebhookWake['webhooksWritten'
       // Outside the writer's own call: nothing a subscriber does can reach the write.
       if (events.length) queueMicrotask(() => events.forEach((event) => fanout.deliver(event)));
     },
-    webhooksWritten,
+    webhooksWritten: (events) => webhooks.webhooksWritten(events),
+    deliveryLease: () => webhooks.deliveryLease(),
     subscribe: (topic, subscriber) => fanout.subscribe(topic, subscriber),
     ready: async () => {},
     get subscriberCount() {

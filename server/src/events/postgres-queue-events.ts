@@ -5,7 +5,7 @@ import { secretMasker } from '../db/database-url.ts';
 import type { Logger } from '../log.ts';
 import { LocalFanout } from './local-fanout.ts';
 import { QueueBusEvent, type QueueEventPublisher } from '../domain/queue-events.ts';
-import type { WebhookWake, WrittenEvent } from '../domain/webhook-outbox.ts';
+import type { DeliveryLease, WebhookWake, WrittenEvent } from '../domain/webhook-outbox.ts';
 import { QUEUE_EVENTS_CHANNEL, type EventTopic, type QueueEventBus } from './queue-event-bus.ts';
 
 const RECONNECT_FIRST_MS = 100;
@@ -34,7 +34,7 @@ class PostgresQueueEvents implements QueueEventBus {
   readonly #mask: (text: string) => string;
   readonly #connectMs: number;
   readonly #log: Logger;
-  readonly #webhooksWritten: WebhookWake['webhooksWritten'];
+  readonly #webhooks: WebhookWake;
   #client: pg.Client | undefined;
   readonly #lost = new WeakSet<pg.Client>();
   #closed = false;
@@ -45,8 +45,8 @@ class PostgresQueueEvents implements QueueEventBus {
   #listening!: Promise<void>;
   #markListening!: () => void;
 
-  constructor({ databaseUrl, connectMs, log, webhooksWritten }: PostgresBusOptions) {
-    this.#webhooksWritten = webhooksWritten;
+  constructor({ databaseUrl, connectMs, log, webhooks }: PostgresBusOptions) {
+    this.#webhooks = webhooks;
     this.#databaseUrl = databaseUrl;
     this.#mask = secretMasker(databaseUrl);
     this.#connectMs = connectMs;
@@ -64,7 +64,11 @@ class PostgresQueueEvents implements QueueEventBus {
   }
 
   webhooksWritten(events: readonly WrittenEvent[]): void {
-    this.#webhooksWritten(events);
+    this.#webhooks.webhooksWritten(events);
+  }
+
+  deliveryLease(): DeliveryLease | undefined {
+    return this.#webhooks.deliveryLease();
   }
 
   subscribe(topic: EventTopic, subscriber: Parameters<QueueEventBus['subscribe']>[1]): () => void {
@@ -186,12 +190,13 @@ async function notifyQueueEvents(tx: SqlScope, events: readonly QueueBusEvent[])
 export const notifyOnlyPublisher: QueueEventPublisher = {
   publish: (tx, events) => (onPostgres(tx) ? notifyQueueEvents(tx, events) : Promise.resolve()),
   committed: () => {},
-  // The servers' delivery workers find the events at their next poll.
+  // The servers' delivery workers find the events at their next poll: none is leased.
   webhooksWritten: () => {},
+  deliveryLease: () => undefined,
 };
 
 /** The database, how long connecting may take, the log, and whom to tell of webhook events written. */
-type PostgresBusOptions = { databaseUrl: string; connectMs: number; log: Logger; webhooksWritten: WebhookWake['webhooksWritten'] };
+type PostgresBusOptions = { databaseUrl: string; connectMs: number; log: Logger; webhooks: WebhookWake };
 
 export function postgresQueueEvents(options: PostgresBusOptions): QueueEventBus {
   return new PostgresQueueEvents(options);

@@ -3,15 +3,15 @@ import { LRUCache } from 'lru-cache';
 import type { WebhookSettings } from '../config.ts';
 import type { SqlScope } from '../db/sql.ts';
 import type { ResolveHost } from '../domain/webhook-addresses.ts';
-import { deliveryBody, type WrittenEvent } from '../domain/webhook-outbox.ts';
+import { deliveryBody, type DeliveryLease, type DueDelivery, type WebhookWake, type WrittenEvent } from '../domain/webhook-outbox.ts';
 import {
   claimDueDeliveries,
   eventData,
-  recordAttempt,
+  recordDelivered,
+  recordFailure,
   releaseDelivery,
   removeFinishedDeliveries,
   type AttemptOutcome,
-  type DueDelivery,
 } from '../domain/webhook-deliveries.ts';
 import { signatureHeader, type SecretBox } from '../domain/webhook-secrets.ts';
 import type { Logger } from '../log.ts';
@@ -21,7 +21,9 @@ import { AgentPool, sendAttempt } from './webhook-sender.ts';
 // (domain/webhook-deliveries.ts), attempts each (webhook-sender.ts) and records the outcome. Every
 // process runs one; the leases keep them off each other's deliveries, so any number may share a
 // PostgreSQL database. It looks for due deliveries every `pollMs`, and at once when a write of
-// this process committed events (wake) or, when every slot was taken, an attempt ended.
+// this process committed events it did not lease to it (wake) or, when every slot was taken, an
+// attempt ended. A write of this process leases its new deliveries to it while it has free slots
+// (WebhookWake): those it attempts as soon as the write commits, without looking for them.
 
 /**
  * How long a lease lasts beyond twice an attempt's timeout (room for recording the outcome): the
@@ -46,7 +48,7 @@ export type DeliveryWorkerOptions = {
   log: Logger;
 };
 
-export class DeliveryWorker {
+export class DeliveryWorker implements WebhookWake {
   /** This process's name on the leases it takes. */
   readonly owner = randomUUID();
   readonly #options: DeliveryWorkerOptions;
@@ -54,6 +56,8 @@ export class DeliveryWorker {
   readonly #abort = new AbortController();
   readonly #pools = new AgentPool();
   readonly #bodies = new LRUCache<string, Buffer>({ maxSize: BODY_CACHE_BYTES, sizeCalculation: (body) => body.length || 1 });
+  readonly #delivered = new Batcher<{ delivery: DueDelivery; status: number }>((delivered) =>
+    recordDelivered(this.#options.db, { owner: this.owner, delivered }));
   #closed = false;
   #woken = false;
   /** Whether the last look found no free slot, or filled every one: an attempt that ends then looks again. */
@@ -70,12 +74,36 @@ export class DeliveryWorker {
     this.#loop ??= this.#run();
   }
 
-  /** Events this process's writes committed: their bodies are kept, and the worker looks for due deliveries now. */
-  written(events: readonly WrittenEvent[]): void {
-    for (const { id, body } of events) {
+  /** A lease for a write's new deliveries while a slot is free: they are attempted as soon as it commits. */
+  deliveryLease(): DeliveryLease | undefined {
+    const { timeoutMs, concurrency } = this.#options.settings;
+    if (this.#closed || this.#inFlight.size >= concurrency) return undefined;
+    return { owner: this.owner, until: new Date(Date.now() + 2 * timeoutMs + LEASE_MARGIN_MS) };
+  }
+
+  /**
+   * Events this process's writes committed: their bodies are kept, the deliveries leased here are
+   * attempted now (or, with every slot taken meanwhile, given back), and for the others the worker
+   * looks now. An empty list only asks it to look.
+   */
+  webhooksWritten(events: readonly WrittenEvent[]): void {
+    const { concurrency, timeoutMs } = this.#options.settings;
+    let look = !events.length;
+    for (const { id, body, leased } of events) {
       if (body.length <= BODY_CACHE_BYTES / 8) this.#bodies.set(id, body);
+      if (!leased) look = true;
+      // An attempt starts only if it ends within the lease (a write that took long may have used most of it).
+      const inTime = leased !== null && Date.now() + 2 * timeoutMs < leased.until.getTime();
+      for (const delivery of leased?.deliveries ?? []) {
+        if (!this.#closed && inTime && this.#inFlight.size < concurrency) this.#start(delivery, body);
+        else {
+          look = true;
+          releaseDelivery(this.#options.db, { deliveryId: delivery.id, owner: this.owner }).catch((error: unknown) =>
+            this.#options.log.warn({ err: error, delivery_id: delivery.id }, 'webhooks: giving back a delivery failed; it is due when its lease ends'));
+        }
+      }
     }
-    this.wake();
+    if (look) this.wake();
   }
 
   /** Look for due deliveries now (events were written, or a slot came free). */
@@ -215,6 +243,47 @@ export class DeliveryWorker {
       await releaseDelivery(db, { deliveryId: delivery.id, owner: this.owner }).catch(() => undefined);
       return;
     }
-    await recordAttempt(db, { delivery, owner: this.owner, outcome: outcome!, schedule: settings.retrySchedule });
+    if (outcome!.kind === 'delivered') await this.#delivered.add({ delivery, status: outcome!.status });
+    else await recordFailure(db, { delivery, owner: this.owner, outcome: outcome!, schedule: settings.retrySchedule });
+  }
+}
+
+/**
+ * Runs `write` over items added while none runs, and then, once it ends, over all added
+ * meanwhile: attempts that end together are recorded by one statement, and nothing waits on a
+ * timer. Each `add` settles with the write that took its item.
+ */
+class Batcher<T> {
+  readonly #write: (items: T[]) => Promise<void>;
+  #waiting: { item: T; done: () => void; fail: (error: unknown) => void }[] = [];
+  #writing = false;
+
+  constructor(write: (items: T[]) => Promise<void>) {
+    this.#write = write;
+  }
+
+  add(item: T): Promise<void> {
+    return new Promise((done, fail) => {
+      this.#waiting.push({ item, done, fail });
+      if (!this.#writing) {
+        this.#writing = true;
+        // After this turn's I/O: the attempts that ended in it join the first write.
+        setImmediate(() => void this.#drain());
+      }
+    });
+  }
+
+  async #drain(): Promise<void> {
+    while (this.#waiting.length) {
+      const taken = this.#waiting;
+      this.#waiting = [];
+      try {
+        await this.#write(taken.map((entry) => entry.item));
+        for (const entry of taken) entry.done();
+      } catch (error) {
+        for (const entry of taken) entry.fail(error);
+      }
+    }
+    this.#writing = false;
   }
 }
