@@ -35,8 +35,9 @@ const CLEANUP_EVERY_MS = 10 * 60_000;
 /** Rows of each kind one clean-up removes at most: the rest waits for the next. */
 const CLEANUP_MAX_ROWS = 50_000;
 /**
- * The bodies of recent events this process holds, by event id: every webhook of an event and
- * every retry sends the same bytes, and the events written here need not be read back at all.
+ * Bodies of events this process holds, by event id: of events written here whose deliveries wait
+ * (no slot was free), and of events read back for their retries. Every webhook of an event and
+ * every retry sends the same bytes.
  */
 const BODY_CACHE_BYTES = 32 * 1024 * 1024;
 
@@ -82,26 +83,29 @@ export class DeliveryWorker implements WebhookWake {
   }
 
   /**
-   * Events this process's writes committed: their bodies are kept, the deliveries leased here are
-   * attempted now (or, with every slot taken meanwhile, given back), and for the others the worker
-   * looks now. An empty list only asks it to look.
+   * Events this process's writes committed: the deliveries leased here are attempted now (or, with
+   * every slot taken meanwhile, given back); for the others the worker looks now, and keeps their
+   * event's body for them. An empty list only asks it to look. (A body whose deliveries all
+   * started is not kept: a retry, rare, reads it back.)
    */
   webhooksWritten(events: readonly WrittenEvent[]): void {
     const { concurrency, timeoutMs } = this.#options.settings;
     let look = !events.length;
     for (const { id, body, leased } of events) {
-      if (body.length <= BODY_CACHE_BYTES / 8) this.#bodies.set(id, body);
-      if (!leased) look = true;
+      let waiting = !leased;
       // An attempt starts only if it ends within the lease (a write that took long may have used most of it).
       const inTime = leased !== null && Date.now() + 2 * timeoutMs < leased.until.getTime();
       for (const delivery of leased?.deliveries ?? []) {
         if (!this.#closed && inTime && this.#inFlight.size < concurrency) this.#start(delivery, body);
         else {
-          look = true;
+          waiting = true;
           releaseDelivery(this.#options.db, { deliveryId: delivery.id, owner: this.owner }).catch((error: unknown) =>
             this.#options.log.warn({ err: error, delivery_id: delivery.id }, 'webhooks: giving back a delivery failed; it is due when its lease ends'));
         }
       }
+      if (!waiting) continue;
+      look = true;
+      if (body.length <= BODY_CACHE_BYTES / 8) this.#bodies.set(id, body);
     }
     if (look) this.wake();
   }

@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createUserViaCli } from '../harness/child-server.ts';
 import { freshDatabase, postgresAvailable, type Backend } from '../harness/databases.ts';
+import { LATER_PROJECT } from './bench-rest.ts';
 import { startLoupe, startScript } from './child.ts';
 import { cpuSeconds } from './process-cpu.ts';
 import { median, type Section, type Settings } from './report.ts';
@@ -20,8 +21,7 @@ const TARGET_RATIO = 0.9;
 const TARGET_P95_MS = 1000;
 const LOUPE_CONCURRENCY = 4;
 const DELIVERY_WRITERS = 8;
-/** A project whose id sorts after both measured ones (see its use). */
-const LATER_PROJECT = 'bench/zz-later';
+
 
 function element(project: string, n: number) {
   return { project_id: project, svc_ref: `svc:///${project}/call/call-${n % 5000}`, feedback_type: 'thumbs', payload: { value: n % 5, reason: 'tone', tags: ['support', 'en'] } };
@@ -85,11 +85,8 @@ async function benchBackend(backend: Backend, settings: Settings, workDir: strin
     };
     await post(plain, 1);
     await post(hooked, 1);
-    // Neither measured project holds the greatest project id: indexes that lead with project_id
-    // take both projects' rows in their middle, as they take most projects' rows in a shared
-    // database. The project with the greatest id gets the rightmost pages' cheaper appends: on
-    // PostgreSQL, about 3 ms of the database's CPU per batch of 1,000 records.
-    await post(LATER_PROJECT, 100);
+    await post(LATER_PROJECT, 100); // neither measured project holds the greatest id
+
 
     // 1. Batches of 1,000, with two webhooks against none.
     const batches = Math.max(20, Math.round((settings.seconds * 30_000) / 1000 / 2));
