@@ -5,7 +5,6 @@ import {
   type ItemProgressData,
   type ItemsAddedData,
   type QueueCompletedData,
-  type WebhookTestData,
 } from '@loupe/shared';
 import { isAscii } from 'node:buffer';
 import { jsonFromSql, onPostgres, sqlDate, sqlRows, sqlRun, type SqlScope } from '../db/sql.ts';
@@ -21,13 +20,14 @@ import { signingSecrets, type SigningRow } from './webhooks.ts';
 // and the delivery workers (webhooks/) send what they find here. A project without webhooks costs
 // one indexed read per write that causes events, and nothing is stored.
 
-/** What a write announces: an event type and its thin payload (ids, not contents). */
+/**
+ * What a queue write announces: an event type and its thin payload (ids, not contents). Feedback
+ * writes announce theirs with writeFeedbackCreated, `webhook.test` is written by its route.
+ */
 export type WebhookAnnouncement =
-  | { type: 'feedback.created'; data: FeedbackCreatedData }
   | { type: 'annotation_queue.item.progress'; data: ItemProgressData }
   | { type: 'annotation_queue.items.added'; data: ItemsAddedData }
-  | { type: 'annotation_queue.completed'; data: QueueCompletedData }
-  | { type: 'webhook.test'; data: WebhookTestData };
+  | { type: 'annotation_queue.completed'; data: QueueCompletedData };
 
 /** A delivery leased for one attempt, with what the attempt needs. */
 export type DueDelivery = {

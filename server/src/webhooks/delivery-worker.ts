@@ -254,8 +254,9 @@ export class DeliveryWorker implements WebhookWake {
 
 /**
  * Runs `write` over items added while none runs, and then, once it ends, over all added
- * meanwhile: attempts that end together are recorded by one statement, and nothing waits on a
- * timer. Each `add` settles with the write that took its item.
+ * meanwhile: attempts that end together are recorded by one statement (of at most the worker's
+ * concurrency, as each attempt waits for its record), and nothing waits on a timer. Each `add`
+ * settles with the write that took its item.
  */
 class Batcher<T> {
   readonly #write: (items: T[]) => Promise<void>;
