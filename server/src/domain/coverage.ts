@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { sql, type Statement } from '../db/statement.ts';
 
 // Overlap (contract 5.11): a queue's annotations_per_item applies to the share overlap_coverage of
@@ -14,7 +14,8 @@ const TWO_TO_52 = 2 ** 52;
 
 /** The coverage point of an item id: in [0, 1), uniform over ids. */
 export function coveragePoint(itemId: string): number {
-  return parseInt(createHash('sha256').update(itemId).digest('hex').slice(0, 13), 16) / TWO_TO_52;
+  // The one-shot hash: the same hex as createHash().update().digest('hex') in a third of the time.
+  return parseInt(hash('sha256', itemId).slice(0, 13), 16) / TWO_TO_52;
 }
 
 /** What an item's quota depends on: its queue's overlap settings. */
