@@ -87,7 +87,6 @@ async function benchBackend(backend: Backend, settings: Settings, workDir: strin
     await post(hooked, 1);
     await post(LATER_PROJECT, 100); // neither measured project holds the greatest id
 
-
     // 1. Batches of 1,000, with two webhooks against none.
     const batches = Math.max(20, Math.round((settings.seconds * 30_000) / 1000 / 2));
     // Each round also notes the server's CPU per batch (its deliveries included, as they are sent meanwhile).
