@@ -9,7 +9,7 @@ import { startWebhookReceiver, type WebhookReceiver } from '../harness/webhook-r
 // Contract 5.13, at least once whatever crashes: the event is written in the transaction of the
 // change, so a server killed after the commit and before the delivery delivers it after its
 // restart; and any number of server processes deliver from one PostgreSQL database, one attempt
-// per event and endpoint at a time.
+// per event and endpoint at a time; a process's deliveries wait for its free slots.
 
 const ENV = {
   LOUPE_WEBHOOK_ALLOW_HTTP: 'true',
@@ -67,6 +67,52 @@ describeEachBackend('webhook delivery survives SIGKILL', (backend) => {
     const deliveries = async () =>
       (await rest(server!, 'POST', `/webhooks/${hook.id}/deliveries/query`, { key: user.api_key, body: { project_id: projectId } })).body.deliveries;
     await expect.poll(async () => (await deliveries()).map((d: { state: string }) => d.state), { timeout: 5_000 }).toEqual(['delivered']);
+  });
+});
+
+describeEachBackend('webhook delivery with one slot', (backend) => {
+  let database: TestDatabase;
+  let receiver: WebhookReceiver;
+  let user: CliUser;
+  let server: ChildServer;
+
+  beforeAll(async () => {
+    database = await freshDatabase(backend);
+    receiver = await startWebhookReceiver();
+    server = await startChildServer({ databaseUrl: database.url, env: { ...ENV, LOUPE_WEBHOOK_CONCURRENCY: '1' } });
+    user = await createUserViaCli(database.url, { entity: 'acme', role: 'member' });
+  });
+  afterAll(async () => {
+    await server?.stop();
+    await receiver?.close();
+    await database?.drop();
+  });
+
+  it('events written while the only slot is taken wait for it, and are each delivered once', async () => {
+    // The first write's delivery is leased to the worker and holds its one slot for 300 ms; the
+    // writes meanwhile find no slot, and their deliveries wait, due, until it frees.
+    const projectId = 'acme/one-slot';
+    const hook = await createHook(server, user.api_key, projectId, receiver.urlOf('/one'));
+    receiver.setSecrets('/one', [hook.secret]);
+    const delays = new Map<string, number>();
+    receiver.respond('/one', (delivery, n) => {
+      const delayMs = n === 0 ? 300 : 20;
+      delays.set(delivery.id, delayMs);
+      return { status: 200, delayMs };
+    });
+    const elements = Array.from({ length: 4 }, () => freeForm(projectId));
+    for (const element of elements) expect((await batchCreate(server, user.api_key, [element])).status).toBe(200);
+    const delivered = await receiver.waitFor('/one', (d) => d.status === 200, { count: 4, timeoutMs: 10_000 });
+    expect(delivered.map((d) => d.json.data.feedback[0].id).sort()).toEqual(elements.map((e) => e.id).sort());
+    expect(new Set(delivered.map((d) => d.id)).size).toBe(4);
+    // One at a time: each arrived after the one before it was answered.
+    const arrivals = receiver.deliveries.filter((d) => d.path === '/one');
+    for (let i = 1; i < arrivals.length; i++) expect(arrivals[i]!.at).toBeGreaterThanOrEqual(arrivals[i - 1]!.at + delays.get(arrivals[i - 1]!.id)! - 5);
+    const deliveries = async () =>
+      (await rest(server, 'POST', `/webhooks/${hook.id}/deliveries/query`, { key: user.api_key, body: { project_id: projectId } })).body.deliveries;
+    await expect
+      .poll(async () => (await deliveries()).map((d: { state: string; attempts: number }) => `${d.state} ${d.attempts}`), { timeout: 5_000 })
+      .toEqual(Array(4).fill('delivered 1'));
   });
 });
 
