@@ -166,7 +166,7 @@ export async function addCallRuleItems(tx: SqlScope, { calls, rules: callRules, 
   const { rules, newRows } = callRules;
   if (!rules.length || !calls.length) return;
   const flagged = newRows?.flags ? await withNewRowFlags(tx, { calls, afterRowid: newRows.afterRowid, flags: newRows.flags }) : calls;
-  const byProject = groupBy(flagged, (call) => call.projectId);
+  const byProject = Map.groupBy(flagged, (call) => call.projectId);
   const results: RuleMatches[] = [];
   const returned = flagged.every((call) => call.flags !== undefined);
   for (const [projectId, projectCalls] of byProject) {
@@ -223,7 +223,7 @@ export async function addFeedbackRuleItems(
   tx: SqlScope,
   { feedback, now, record }: RuleWrite & { feedback: readonly { projectId: string; id: string }[] },
 ): Promise<void> {
-  const byProject = groupBy(feedback, (element) => element.projectId);
+  const byProject = Map.groupBy(feedback, (element) => element.projectId);
   const rules = await activeRules(tx, { projectIds: [...byProject.keys()], trigger: 'feedback' });
   if (!rules.length) return;
   const results: RuleMatches[] = [];
@@ -417,14 +417,4 @@ async function insertItems(tx: SqlScope, { wanted, at }: { wanted: readonly { ru
     for (const row of inserted) added.set(row.rule_id, [...(added.get(row.rule_id) ?? []), row.id]);
   }
   return added;
-}
-
-function groupBy<T>(values: readonly T[], key: (value: T) => string): Map<string, T[]> {
-  const groups = new Map<string, T[]>();
-  for (const value of values) {
-    const group = groups.get(key(value));
-    if (group) group.push(value);
-    else groups.set(key(value), [value]);
-  }
-  return groups;
 }

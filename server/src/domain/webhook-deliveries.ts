@@ -182,14 +182,9 @@ export async function recordDelivered(
   { owner, delivered, now = new Date() }: { owner: string; delivered: readonly { delivery: DueDelivery; status: number }[]; now?: Date },
 ): Promise<void> {
   const at = sqlDate(db, now);
-  const byStatus = new Map<number, DueDelivery[]>();
-  for (const { delivery, status } of delivered) {
-    const list = byStatus.get(status);
-    if (list) list.push(delivery);
-    else byStatus.set(status, [delivery]);
-  }
   const recovered = new Set<string>();
-  for (const [status, deliveries] of byStatus) {
+  for (const [status, entries] of Map.groupBy(delivered, (entry) => entry.status)) {
+    const deliveries = entries.map((entry) => entry.delivery);
     // The lease holder alone changes a leased delivery: its attempts go up by this one.
     const rows = await sqlRows<{ id: string }>(db, sql`update webhook_deliveries set state = 'delivered', attempts = attempts + 1, last_status = ${status},
         last_error = null, next_attempt_at = null, lease_owner = null, lease_expires_at = null, updated_at = ${at}

@@ -99,14 +99,8 @@ type Subscriber = { id: string; events: string[]; url: string; sealedSecrets: st
 export async function writeWebhookEvents(tx: SqlScope, { announcements, wake }: { announcements: readonly WebhookAnnouncement[]; wake: WebhookWake }): Promise<WrittenEvent[]> {
   const written: WrittenEvent[] = [];
   if (!announcements.length) return written;
-  const byProject = new Map<string, WebhookAnnouncement[]>();
-  for (const announcement of announcements) {
-    const list = byProject.get(announcement.data.project_id);
-    if (list) list.push(announcement);
-    else byProject.set(announcement.data.project_id, [announcement]);
-  }
   const now = new Date();
-  for (const [projectId, list] of byProject) {
+  for (const [projectId, list] of Map.groupBy(announcements, (announcement) => announcement.data.project_id)) {
     const subscribers = await subscribersOf(tx, { projectId, now });
     if (!subscribers.length) continue;
     const events = [...list];
@@ -242,14 +236,8 @@ export async function writeFeedbackCreated(
   { created, userId, wake }: { created: readonly CreatedFeedback[]; userId: string; wake: WebhookWake },
 ): Promise<WrittenEvent[]> {
   const written: WrittenEvent[] = [];
-  const byProject = new Map<string, CreatedFeedback[]>();
-  for (const record of created) {
-    const list = byProject.get(record.projectId);
-    if (list) list.push(record);
-    else byProject.set(record.projectId, [record]);
-  }
   const now = new Date();
-  for (const [projectId, records] of byProject) {
+  for (const [projectId, records] of Map.groupBy(created, (record) => record.projectId)) {
     const hooks = subscribedTo(await subscribersOf(tx, { projectId, now }), 'feedback.created');
     if (!hooks.length) continue;
     for (let i = 0; i < records.length; i += FEEDBACK_CREATED_MAX_RECORDS) {
