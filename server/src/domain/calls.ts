@@ -178,7 +178,8 @@ export async function writeCalls(
     // 200, the items exist. On PostgreSQL the insert returns each new call's rule flags.
     const rules = await callRulesOf(tx, projectIds);
     const returning = rules.returning ? sql`, ${rules.returning} as flags` : sql``;
-    const flags = new Map<string, string>();
+    // The calls this transaction stored, with their rule flags when the insert returned them.
+    const inserted = new Map<string, string | undefined>();
     const createdAt = sqlDate(tx, now);
     const retried = await insertThenCompare(unique, IN_CHUNK, {
       async insert(chunk) {
@@ -189,16 +190,16 @@ export async function writeCalls(
           return sql`(${call.project_id}, ${id}, ${call.trace_id ?? newId()}, ${call.parent_id ?? null}, ${call.op_name}, ${startedAt}, ${endedAt}, ${inputs}, ${output}, ${attributes},
             ${call.exception ?? null}, ${hash}, ${createdAt}, ${userId})`;
         });
-        const inserted = await sqlRows<{ project_id: string; id: string; flags?: string }>(tx,
+        const rowsInserted = await sqlRows<{ project_id: string; id: string; flags?: string }>(tx,
           sql`insert into calls (project_id, id, trace_id, parent_id, op_name, started_at, ended_at, inputs, output, attributes, exception, request_hash, created_at, created_by)
            values ${sql.join(rows, ', ')}
            on conflict (project_id, id) do nothing returning project_id, id${returning}`,
         );
         const keys = new Set<string>();
-        for (const stored of inserted) {
+        for (const stored of rowsInserted) {
           const key = `${stored.project_id}\u0000${stored.id}`;
           keys.add(key);
-          if (stored.flags !== undefined) flags.set(key, stored.flags);
+          inserted.set(key, stored.flags);
         }
         return keys;
       },
@@ -221,7 +222,8 @@ export async function writeCalls(
         return undefined;
       },
     });
-    const stored = unique.filter(({ key }) => !retried.has(key)).map(({ key, id, call }) => ({ projectId: call.project_id, id, flags: flags.get(key) }));
+    // Only these: a retried call was stored before, and so was a refused one (another content under its id).
+    const stored = unique.filter(({ key }) => inserted.has(key)).map(({ key, id, call }) => ({ projectId: call.project_id, id, flags: inserted.get(key) }));
     await addCallRuleItems(tx, { calls: stored, rules, now, record });
     return retried;
   });

@@ -1,6 +1,6 @@
 import { parseRef, type CallFilter, type QueueRuleFilter, type RuleTrigger } from '@loupe/shared';
 import { inList, jsonFromSql, onPostgres, sqlDate, sqlRows, sqlRun, type SqlScope } from '../db/sql.ts';
-import { sql, type Statement } from '../db/statement.ts';
+import { sql, Statement } from '../db/statement.ts';
 import { lockQueuesForWrite } from './annotation-queues.ts';
 import { callFilterConditions, jsonConditions } from './call-filter.ts';
 import { queueEvent, type RecordEvent } from './queue-events.ts';
@@ -119,6 +119,13 @@ export type RuleMatches = { rule: ActiveRule; considered: number; matched: Match
 export type RuleWrite = { now: Date; record: RecordEvent };
 
 /**
+ * Whether the matched calls are new, stored by this very transaction: then no queue has, or had,
+ * an item of them (an item is made from a stored call, and calls are never deleted), and nothing
+ * looks for one.
+ */
+type NewCalls = { newCalls?: boolean };
+
+/**
  * The rules with trigger "call" of the projects a write of calls stores into, read before its
  * insert, with how the write learns which of its new calls meet which rule: one flags column
  * (matchFlags, each rule's conditions and its project), computed on the new rows themselves.
@@ -190,7 +197,7 @@ export async function addCallRuleItems(tx: SqlScope, { calls, rules: callRules, 
     }
     projectRules.forEach((rule, index) => results.push({ rule, considered: projectCalls.length, matched: matched[index]! }));
   }
-  await addRuleItems(tx, { results, now, record });
+  await addRuleItems(tx, { results, now, record, newCalls: true });
 }
 
 /** SQLite: the write's calls with their flags, read from the rows after `afterRowid` (see CallRules). */
@@ -283,7 +290,7 @@ export type RuleOutcome = { considered: number; matched: number; sampledOut: num
  */
 export async function addRuleItems(
   tx: SqlScope,
-  { results, now, record }: RuleWrite & { results: readonly RuleMatches[] },
+  { results, now, record, newCalls = false }: RuleWrite & NewCalls & { results: readonly RuleMatches[] },
 ): Promise<Map<string, RuleOutcome>> {
   const ordered = [...results].sort((a, b) => (a.rule.id < b.rule.id ? -1 : a.rule.id > b.rule.id ? 1 : 0));
   const outcomes = new Map<string, RuleOutcome>();
@@ -311,14 +318,14 @@ export async function addRuleItems(
     if (!callIds.length || !liveQueues.has(rule.queueId)) continue;
     if (rule.maxItemsPerDay !== null) {
       // The cap leaves room for so many: which ones is decided among the calls not in the queue yet.
-      const fresh = await neverInQueue(tx, rule.queueId, callIds);
+      const fresh = newCalls ? callIds : await neverInQueue(tx, rule.queueId, callIds);
       const room = Math.max(0, rule.maxItemsPerDay - (addedToday.get(rule.id) ?? 0));
       callIds = fresh.slice(0, room);
       outcome.capped = fresh.length - callIds.length;
     }
     wanted.push({ rule, callIds });
   }
-  for (const [ruleId, itemIds] of await insertItems(tx, { wanted, at })) {
+  for (const [ruleId, itemIds] of await insertItems(tx, { wanted, at, newCalls })) {
     outcomes.get(ruleId)!.added = itemIds.length;
     const { rule } = ordered.find((result) => result.rule.id === ruleId)!;
     // One event per rule that added items: live streams refetch the queue's items (as after an add
@@ -378,27 +385,52 @@ async function neverInQueue(tx: SqlScope, queueId: string, callIds: readonly str
   return callIds.filter((id) => !known.has(id));
 }
 
-/** A parameter typed for PostgreSQL, where a value in a select list has no type of its own; as is on SQLite. */
-function typed(tx: SqlScope, value: unknown, type: 'text' | 'timestamptz' | 'jsonb' | 'float8'): Statement {
-  return onPostgres(tx) ? sql`${value}::${sql.raw(type)}` : sql`${value}`;
+/** The rows of an items insert's `v`: each item's id, call, rule, queue, project, adding user and coverage point. */
+const ITEM_ROW = 'item_id text, call_id text, rule_id text, queue_id text, project_id text, user_id text, coverage_point float8';
+/** SQLite: a chunk's VALUES is padded with rows of nulls (which join no call) to one of these sizes, so that its text, prepared once, is reused. */
+const SQLITE_ROW_COUNTS = [8, 64, CHUNK];
+
+/**
+ * A chunk of items as the insert's `v`. PostgreSQL reads one JSON document (jsonb_to_recordset):
+ * a short statement whatever the chunk's size, one parameter instead of seven a row. SQLite gets
+ * a multi-row VALUES of a padded size (SQLITE_ROW_COUNTS).
+ */
+function itemRows(tx: SqlScope, chunk: readonly { rule: ActiveRule; callId: string }[]): Statement {
+  if (onPostgres(tx)) {
+    const rows = chunk.map(({ rule, callId }) => {
+      const itemId = newId();
+      return { item_id: itemId, call_id: callId, rule_id: rule.id, queue_id: rule.queueId, project_id: rule.projectId, user_id: rule.createdBy, coverage_point: coveragePoint(itemId) };
+    });
+    return sql`select * from jsonb_to_recordset(${Buffer.from(JSON.stringify(rows))}::text::jsonb) as r(${sql.raw(ITEM_ROW)})`;
+  }
+  const size = SQLITE_ROW_COUNTS.find((count) => count >= chunk.length)!;
+  const params: unknown[] = [];
+  for (const { rule, callId } of chunk) {
+    const itemId = newId();
+    params.push(itemId, callId, rule.id, rule.queueId, rule.projectId, rule.createdBy, coveragePoint(itemId));
+  }
+  for (let padding = chunk.length; padding < size; padding++) params.push(null, null, null, null, null, null, null);
+  const parts = ['values ('];
+  for (let index = 1; index < params.length; index++) parts.push(index % 7 ? ', ' : '), (');
+  parts.push(')');
+  return new Statement(parts, params);
 }
 
 /**
  * Items for the calls each rule wants, all rules in one statement (per 500 items), their fields
- * copied from the calls by the database; a call that has, or had, an item in the queue (a
- * concurrent add among them, or another rule's of this write) is left out. Answers the ids of the
- * items each rule added, for those that added any.
+ * copied from the calls by the database; unless the calls are new (NewCalls), a call that has, or
+ * had, an item in the queue (a concurrent add among them, or another rule's of this write) is left
+ * out. Answers the ids of the items each rule added, for those that added any.
  */
-async function insertItems(tx: SqlScope, { wanted, at }: { wanted: readonly { rule: ActiveRule; callIds: readonly string[] }[]; at: unknown }): Promise<Map<string, string[]>> {
+async function insertItems(
+  tx: SqlScope,
+  { wanted, at, newCalls }: { wanted: readonly { rule: ActiveRule; callIds: readonly string[] }[]; at: unknown; newCalls: boolean },
+): Promise<Map<string, string[]>> {
   const added = new Map<string, string[]>();
   const rows = wanted.flatMap(({ rule, callIds }) => callIds.map((callId) => ({ rule, callId })));
-  const [time, display] = [typed(tx, at, 'timestamptz'), typed(tx, '[]', 'jsonb')];
+  const [time, display] = onPostgres(tx) ? [sql`${at}::timestamptz`, sql`'[]'::jsonb`] : [sql`${at}`, sql`'[]'`];
+  const unseen = newCalls ? sql`` : sql` and ${neverInQueueTerm('v.queue_id', 'v.call_id')}`;
   for (let i = 0; i < rows.length; i += CHUNK) {
-    const values = rows.slice(i, i + CHUNK).map(({ rule, callId }) => {
-      const text = (value: string) => typed(tx, value, 'text');
-      const itemId = newId();
-      return sql`(${text(itemId)}, ${text(callId)}, ${text(rule.id)}, ${text(rule.queueId)}, ${text(rule.projectId)}, ${text(rule.createdBy)}, ${typed(tx, coveragePoint(itemId), 'float8')})`;
-    });
     // A cross join: SQLite then reads the rows first and finds each call by its key (an inner join
     // let it scan the project's calls); PostgreSQL plans it as any join. The items are looked for
     // by the row's call_id, not the call's id (equal by the join): PostgreSQL then seeks the
@@ -406,12 +438,12 @@ async function insertItems(tx: SqlScope, { wanted, at }: { wanted: readonly { ru
     // call_id's is "C") it sought by call_id alone, reading the whole index for each call (0.6–0.9
     // ms a call at 10,000 items, growing with the queue).
     const inserted = await sqlRows<{ id: string; rule_id: string }>(tx,
-      sql`with v (item_id, call_id, rule_id, queue_id, project_id, user_id, coverage_point) as (values ${sql.join(values, ', ')})
+      sql`with v (item_id, call_id, rule_id, queue_id, project_id, user_id, coverage_point) as (${itemRows(tx, rows.slice(i, i + CHUNK))})
         insert into annotation_queue_items (id, project_id, queue_id, call_id, call_started_at, call_ended_at, call_op_name,
           call_trace_id, display_fields, added_by, rule_id, created_at, created_by, updated_at, coverage_point)
         select v.item_id, c.project_id, v.queue_id, c.id, c.started_at, c.ended_at, c.op_name, c.trace_id, ${display}, v.user_id, v.rule_id, ${time}, v.user_id, ${time}, v.coverage_point
           from v cross join calls c
-         where c.project_id = v.project_id and c.id = v.call_id and ${neverInQueueTerm('v.queue_id', 'v.call_id')}
+         where c.project_id = v.project_id and c.id = v.call_id${unseen}
         on conflict (queue_id, call_id) where deleted_at is null do nothing
         returning id, rule_id`);
     for (const row of inserted) added.set(row.rule_id, [...(added.get(row.rule_id) ?? []), row.id]);

@@ -6,7 +6,8 @@ import { describeEachBackend } from '../harness/backends.ts';
 import { createUser, rest, type CreatedKeyForTest } from '../harness/http.ts';
 import { exportBody, otelEnvironment, postOtlp, spanTime, tracing, type Protocol } from '../harness/otel.ts';
 import { RpcStatus } from '../harness/otlp-wire.ts';
-import { TIMESTAMP } from '../harness/queues.ts';
+import { createQueue, queryItems, TIMESTAMP } from '../harness/queues.ts';
+import { createRule, readRule } from '../harness/rules.ts';
 import { startTestServer, type TestServer } from '../harness/server.ts';
 
 const SYSTEM = [{ type: 'text', content: 'You answer questions about the weather.' }];
@@ -272,6 +273,22 @@ describeEachBackend('OTLP/HTTP trace ingest', (backend) => {
     expect(ProtobufTraceSerializer.deserializeResponse(refused.bytes)).toEqual({
       partialSuccess: { rejectedSpans: 1, errorMessage: `1 of 1 spans refused: span ${firstJson.spanId} "first, renamed": a call with its id "${firstJson.spanId}" is stored in acme/partial with different content.` },
     });
+  });
+
+  it('a rule adds the new calls of an export in its transaction; a span refused for other content under a stored id is not considered', async () => {
+    const projectId = 'acme/otlp-rules';
+    const send = (spans: object[]) =>
+      postOtlp(server, '/otel/v1/traces', { body: jsonExport(spans), contentType: 'application/json', key: member.api_key, headers: { 'X-Loupe-Project': projectId } });
+    const stored = { ...jsonSpan(), spanId: '1111111111111111', name: 'stored before' };
+    expect((await send([stored])).status).toBe(200);
+    const queueId = await createQueue(server, member.api_key, projectId);
+    const rule = await createRule(server, member.api_key, projectId, queueId, { filter: {} });
+    const fresh = { ...jsonSpan(), spanId: '2222222222222222', name: 'new' };
+    const reply = await send([{ ...stored, name: 'stored before, other content' }, fresh]);
+    expect(reply.status).toBe(200);
+    expect(reply.json.partialSuccess.rejectedSpans).toBe('1');
+    expect((await queryItems(server, member.api_key, projectId, queueId)).map((item) => item.call_id)).toEqual([fresh.spanId]);
+    expect((await readRule(server, member.api_key, projectId, queueId, rule.id)).stats).toMatchObject({ considered: 1, matched: 1, added: 1 });
   });
 
   describe('refusals', () => {
