@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { sql, sqlRun } from '@loupe/server';
+import { sql, sqlRows, sqlRun } from '@loupe/server';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeEachBackend } from '../harness/backends.ts';
 import { batchCreate, freeForm } from '../harness/feedback.ts';
@@ -153,6 +153,18 @@ describeEachBackend('webhooks', (backend) => {
       expect(delivery.json.timestamp).toMatch(TIMESTAMP);
       expect(delivery.json.data.project_id).toBe(projectId);
       expect(delivery.id).toMatch(UUID_V7);
+    }
+    // Stored: each event's payload as delivered; on PostgreSQL compressed with lz4 (a tenth of its size here).
+    const events = await sqlRows<{ data: string; method: string | null; size: number | string }>(server.server.services.orm.em,
+      sql`select data, ${backend === 'postgresql' ? sql`pg_column_compression(data)` : sql`null`} as method, ${backend === 'postgresql' ? sql`pg_column_size(data)` : sql`0`} as size
+        from webhook_events where project_id = ${projectId} and type = 'feedback.created'`);
+    expect(events.map((event) => JSON.parse(event.data)).sort((a, b) => a.feedback.length - b.feedback.length)).toEqual(
+      got.map((d) => d.json.data).sort((a, b) => a.feedback.length - b.feedback.length));
+    if (backend === 'postgresql') {
+      for (const event of events) {
+        expect(event.method).toBe('lz4');
+        expect(Number(event.size)).toBeLessThan(Buffer.byteLength(event.data) / 4);
+      }
     }
     // The same batch again (a retry by id) creates nothing, so announces nothing; one new record is announced alone.
     expect((await batchCreate(server, member.api_key, batch)).status).toBe(200);
