@@ -161,9 +161,12 @@ describeEachBackend('webhooks', (backend) => {
     expect(events.map((event) => JSON.parse(event.data)).sort((a, b) => a.feedback.length - b.feedback.length)).toEqual(
       got.map((d) => d.json.data).sort((a, b) => a.feedback.length - b.feedback.length));
     if (backend === 'postgresql') {
+      // A server built without lz4 stores them as they are (migration 0019).
+      const [support] = await sqlRows<{ lz4: boolean }>(server.server.services.orm.em,
+        sql`select 'lz4' = any(enumvals) as lz4 from pg_settings where name = 'default_toast_compression'`);
       for (const event of events) {
-        expect(event.method).toBe('lz4');
-        expect(Number(event.size)).toBeLessThan(Buffer.byteLength(event.data) / 4);
+        expect(event.method).toBe(support!.lz4 ? 'lz4' : null);
+        if (support!.lz4) expect(Number(event.size)).toBeLessThan(Buffer.byteLength(event.data) / 4);
       }
     }
     // The same batch again (a retry by id) creates nothing, so announces nothing; one new record is announced alone.
