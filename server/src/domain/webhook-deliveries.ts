@@ -106,7 +106,7 @@ export async function testWebhook(db: SqlScope, { ref, wake }: { ref: WebhookRef
     insertEvent(tx, {
       type: 'webhook.test',
       projectId: ref.project_id,
-      dataParts: [JSON.stringify({ project_id: ref.project_id, webhook_id: ref.id } satisfies WebhookTestData)],
+      dataJson: JSON.stringify({ project_id: ref.project_id, webhook_id: ref.id } satisfies WebhookTestData),
       webhookIds: [ref.id],
       now: new Date(),
     }),

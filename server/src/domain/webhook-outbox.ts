@@ -6,6 +6,7 @@ import {
   type ItemsAddedData,
   type QueueCompletedData,
 } from '@loupe/shared';
+import { isAscii } from 'node:buffer';
 import { jsonFromSql, onPostgres, sqlDate, sqlRows, sqlRun, type SqlScope } from '../db/sql.ts';
 import { sql } from '../db/statement.ts';
 import { newId } from './ids.ts';
@@ -54,22 +55,23 @@ export type DeliveryLease = { owner: string; until: Date };
 export type WrittenEvent = { id: string; body: Buffer; leased: { deliveries: DueDelivery[]; until: Date } | null };
 
 /**
- * A delivery's body, `{type, timestamp, data}` around the payload's JSON text, as UTF-8 bytes made
- * once; `data` is the payload's own bytes within it (what the database stores). The payload comes
- * in parts (joined, its JSON text), each written into the body as it is: a large payload then
- * never exists as one string (at 1,000 feedback records, 200 KB, which V8 puts in its
- * large-object space, freed only by a full collection; see writeFeedbackCreated).
+ * A text's UTF-8 bytes. All-ASCII text (the usual payload: ids and refs) is its own UTF-8, and
+ * copying it as Latin-1 costs a fraction of encoding it.
  */
-export function deliveryBody({ type, createdAt, dataParts }: { type: string; createdAt: Date; dataParts: readonly string[] }): { body: Buffer; data: Buffer } {
-  const parts = [`{"type":${JSON.stringify(type)},"timestamp":"${createdAt.toISOString()}","data":`, ...dataParts, '}'];
-  const body = Buffer.allocUnsafe(parts.reduce((sum, part) => sum + Buffer.byteLength(part, 'utf8'), 0));
-  let at = 0;
-  let dataStart = 0;
-  for (const part of parts) {
-    at += body.write(part, at, 'utf8');
-    dataStart ||= at;
-  }
-  return { body, data: body.subarray(dataStart, body.length - 1) };
+function utf8Of(text: string): Buffer {
+  const latin1 = Buffer.from(text, 'latin1');
+  return isAscii(latin1) ? latin1 : Buffer.from(text, 'utf8');
+}
+
+/**
+ * A delivery's body, `{type, timestamp, data}` around the payload's JSON text, as UTF-8 bytes made
+ * once; `data` is the payload's own bytes within it (what the database stores).
+ */
+export function deliveryBody({ type, createdAt, dataJson }: { type: string; createdAt: Date; dataJson: string }): { body: Buffer; data: Buffer } {
+  // The head is ASCII (an event type, an ISO date): its length in characters is its length in bytes.
+  const head = `{"type":${JSON.stringify(type)},"timestamp":"${createdAt.toISOString()}","data":`;
+  const body = utf8Of(`${head}${dataJson}}`);
+  return { body, data: body.subarray(head.length, body.length - 1) };
 }
 
 /**
@@ -105,7 +107,7 @@ export async function writeWebhookEvents(tx: SqlScope, { announcements, wake }: 
     if (subscribedTo(subscribers, 'annotation_queue.completed').length) events.push(...(await completions(tx, list)));
     for (const event of events) {
       const hooks = subscribedTo(subscribers, event.type);
-      if (hooks.length) written.push(await writeEvent(tx, { type: event.type, projectId, dataParts: [JSON.stringify(event.data)], hooks, now, wake }));
+      if (hooks.length) written.push(await writeEvent(tx, { type: event.type, projectId, dataJson: JSON.stringify(event.data), hooks, now, wake }));
     }
   }
   return written;
@@ -131,10 +133,10 @@ function subscribedTo(subscribers: readonly Subscriber[], type: DeliveredEventTy
 /** Writes one event and its deliveries to `hooks`, leased to this process's worker when it has room. */
 async function writeEvent(
   tx: SqlScope,
-  { type, projectId, dataParts, hooks, now, wake }: { type: DeliveredEventType; projectId: string; dataParts: readonly string[]; hooks: readonly Subscriber[]; now: Date; wake: WebhookWake },
+  { type, projectId, dataJson, hooks, now, wake }: { type: DeliveredEventType; projectId: string; dataJson: string; hooks: readonly Subscriber[]; now: Date; wake: WebhookWake },
 ): Promise<WrittenEvent> {
   const lease = wake.deliveryLease();
-  const { event, deliveryIds } = await insertEvent(tx, { type, projectId, dataParts, webhookIds: hooks.map((hook) => hook.id), now, lease });
+  const { event, deliveryIds } = await insertEvent(tx, { type, projectId, dataJson, webhookIds: hooks.map((hook) => hook.id), now, lease });
   if (!lease) return event;
   const deliveries = hooks.map((hook, index): DueDelivery => ({
     id: deliveryIds[index]!, webhookId: hook.id, eventId: event.id, attempts: 0, type, eventAt: now, url: hook.url, sealedSecrets: hook.sealedSecrets, webhookFailing: hook.failing,
@@ -143,18 +145,18 @@ async function writeEvent(
 }
 
 /**
- * Writes one event (its payload's JSON text given, in parts: deliveryBody) and its deliveries to the given webhooks, due
+ * Writes one event (its payload's JSON text given) and its deliveries to the given webhooks, due
  * now; leased to `lease`'s worker when given.
  */
 export async function insertEvent(
   tx: SqlScope,
-  { type, projectId, dataParts, webhookIds, now, lease }: { type: DeliveredEventType; projectId: string; dataParts: readonly string[]; webhookIds: readonly string[]; now: Date; lease?: DeliveryLease | undefined },
+  { type, projectId, dataJson, webhookIds, now, lease }: { type: DeliveredEventType; projectId: string; dataJson: string; webhookIds: readonly string[]; now: Date; lease?: DeliveryLease | undefined },
 ): Promise<{ event: WrittenEvent; deliveryIds: string[] }> {
   const eventId = newId();
   const at = sqlDate(tx, now);
   // The body is made once, as bytes: the payload within it goes to the database (PostgreSQL reads
   // a binary text parameter as its UTF-8; SQLite casts the blob to text), the whole to every delivery.
-  const { body, data } = deliveryBody({ type, createdAt: now, dataParts });
+  const { body, data } = deliveryBody({ type, createdAt: now, dataJson });
   const stored = onPostgres(tx) ? sql`${data}` : sql`cast(${data} as text)`;
   const insertedEvent = sql`insert into webhook_events (id, project_id, type, data, created_at)
     values (${eventId}, ${projectId}, ${type}, ${stored}, ${at})`;
@@ -215,9 +217,6 @@ async function completions(tx: SqlScope, list: readonly WebhookAnnouncement[]): 
   return completed;
 }
 
-/** Records of a feedback.created payload stringified at a time: about 20 KB of text. */
-const RECORDS_PER_PART = 100;
-
 /** A feedback record a request created, as the feedback store holds it. */
 export type CreatedFeedback = {
   projectId: string;
@@ -242,19 +241,11 @@ export async function writeFeedbackCreated(
     const hooks = subscribedTo(await subscribersOf(tx, { projectId, now }), 'feedback.created');
     if (!hooks.length) continue;
     for (let i = 0; i < records.length; i += FEEDBACK_CREATED_MAX_RECORDS) {
-      const eventRecords = records.slice(i, i + FEEDBACK_CREATED_MAX_RECORDS);
-      // FeedbackCreatedData's JSON, its records stringified a hundred at a time (each part's brackets
-      // left out): small strings, garbage at once (see deliveryBody).
-      const dataParts = [`{"project_id":${JSON.stringify(projectId)},"feedback":[`];
-      for (let start = 0; start < eventRecords.length; start += RECORDS_PER_PART) {
-        const feedback: FeedbackCreatedData['feedback'] = eventRecords.slice(start, start + RECORDS_PER_PART).map((p) => ({
-          id: p.id, feedback_type: p.element.feedback_type, svc_ref: p.element.svc_ref, call_ref: p.element.call_ref ?? null, queue_id: p.queueId, svc_user_id: userId,
-        }));
-        const json = JSON.stringify(feedback);
-        dataParts.push(...(start ? [','] : []), json.slice(1, -1));
-      }
-      dataParts.push(']}');
-      written.push(await writeEvent(tx, { type: 'feedback.created', projectId, dataParts, hooks, now, wake }));
+      const feedback: FeedbackCreatedData['feedback'] = records.slice(i, i + FEEDBACK_CREATED_MAX_RECORDS).map((p) => ({
+        id: p.id, feedback_type: p.element.feedback_type, svc_ref: p.element.svc_ref, call_ref: p.element.call_ref ?? null, queue_id: p.queueId, svc_user_id: userId,
+      }));
+      const data: FeedbackCreatedData = { project_id: projectId, feedback };
+      written.push(await writeEvent(tx, { type: 'feedback.created', projectId, dataJson: JSON.stringify(data), hooks, now, wake }));
     }
   }
   return written;

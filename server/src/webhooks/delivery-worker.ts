@@ -180,7 +180,7 @@ export class DeliveryWorker implements WebhookWake {
     for (const delivery of due) {
       const dataText = data.get(delivery.eventId);
       if (dataText === undefined || bodies.has(delivery.eventId)) continue;
-      const { body } = deliveryBody({ type: delivery.type, createdAt: delivery.eventAt, dataParts: [dataText] });
+      const { body } = deliveryBody({ type: delivery.type, createdAt: delivery.eventAt, dataJson: dataText });
       bodies.set(delivery.eventId, body);
       this.#bodies.set(delivery.eventId, body);
     }
