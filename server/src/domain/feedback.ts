@@ -17,7 +17,7 @@ import {
   storedBytes,
   type SqlScope,
 } from '../db/sql.ts';
-import { sql, Statement } from '../db/statement.ts';
+import { sql, type Statement } from '../db/statement.ts';
 import { ensureProject } from './access.ts';
 import { conflict, DomainError, forbidden, invalid, notFound } from './errors.ts';
 import { lockQueuesForWrite } from './annotation-queues.ts';
@@ -190,16 +190,11 @@ function insertStatement(db: SqlScope, chunk: readonly Prepared[], { userId, at,
     return sql`insert into feedback (${COLUMN_LIST}) select ${PG_SELECTED(userId, at)}
       from jsonb_to_recordset(${rows}::text::jsonb) as r(${PG_RECORD})${sql.raw(insertEnd(kind))}`;
   }
-  // The statement is made directly, as `sql.join` of one `(…)` per row would make it: that takes
-  // 1.5–3 ms per chunk of 1,000 rows (14,000 parts flattened twice), this 0.3–0.9 ms.
   const params = chunk.flatMap((p) => {
     const row = rowFields(p);
     return COLUMNS.map((c) => (c === 'svc_user_id' ? userId : c === 'created_at' ? at : c === 'payload' ? JSON.stringify(row.payload) : (row[c] ?? null)));
   });
-  const parts = [`insert into feedback (${COLUMNS.join(', ')}) values (`];
-  for (let index = 1; index < params.length; index++) parts.push(index % COLUMNS.length ? ', ' : '), (');
-  parts.push(`)${insertEnd(kind)}`);
-  return new Statement(parts, params);
+  return sql.rows(params, COLUMNS.length, { before: `insert into feedback (${COLUMNS.join(', ')}) values `, after: insertEnd(kind) });
 }
 
 /**

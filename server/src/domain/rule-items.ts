@@ -1,6 +1,6 @@
 import { parseRef, type CallFilter, type QueueRuleFilter, type RuleTrigger } from '@loupe/shared';
 import { inList, jsonFromSql, onPostgres, sqlDate, sqlRows, sqlRun, type SqlScope } from '../db/sql.ts';
-import { sql, Statement } from '../db/statement.ts';
+import { sql, type Statement } from '../db/statement.ts';
 import { lockQueuesForWrite } from './annotation-queues.ts';
 import { callFilterConditions, jsonConditions } from './call-filter.ts';
 import { queueEvent, type RecordEvent } from './queue-events.ts';
@@ -410,10 +410,7 @@ function itemRows(tx: SqlScope, chunk: readonly { rule: ActiveRule; callId: stri
     params.push(itemId, callId, rule.id, rule.queueId, rule.projectId, rule.createdBy, coveragePoint(itemId));
   }
   for (let padding = chunk.length; padding < size; padding++) params.push(null, null, null, null, null, null, null);
-  const parts = ['values ('];
-  for (let index = 1; index < params.length; index++) parts.push(index % 7 ? ', ' : '), (');
-  parts.push(')');
-  return new Statement(parts, params);
+  return sql.rows(params, 7, { before: 'values ' });
 }
 
 /**

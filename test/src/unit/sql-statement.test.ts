@@ -43,6 +43,16 @@ describe('the sql template', () => {
     expect(() => sql.join([], ' and ')).toThrow(/at least one/);
   });
 
+  it('writes rows of values for a multi-row VALUES, and refuses a partial row', () => {
+    const statement = sql.rows(['a', 1, 'b', 2], 2, { before: 'insert into t (x, y) values ', after: ' returning x' });
+    expect(statement.text('sqlite')).toBe('insert into t (x, y) values (?, ?), (?, ?) returning x');
+    expect(statement.text('postgresql')).toBe('insert into t (x, y) values ($1, $2), ($3, $4) returning x');
+    expect(statement.params).toEqual(['a', 1, 'b', 2]);
+    expect(sql`with v (x) as (${sql.rows([null], 1, { before: 'values ' })}) select x from v`.text('sqlite')).toBe('with v (x) as (values (?)) select x from v');
+    expect(() => sql.rows(['a', 1, 'b'], 2)).toThrow(/whole rows/);
+    expect(() => sql.rows([], 2)).toThrow(/whole rows/);
+  });
+
   it('composes statements nested several deep, raw text and empty statements among them', () => {
     const size = (column: string) => sql`coalesce(octet_length(${sql`${sql.raw(column)}`}), 0)`;
     const lock = sql``;
