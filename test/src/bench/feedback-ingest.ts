@@ -104,13 +104,29 @@ function postgresBaseline(url: string): Baseline {
   };
 }
 
-/** Runs `total` batches with `concurrency` in flight; returns the rate. */
+/** How long the load generator's event loop may go without turning. */
+const YIELD_EVERY_MS = 50;
+
+/**
+ * Runs `total` batches with `concurrency` in flight; returns the rate. The loop lets the event
+ * loop turn at least every YIELD_EVERY_MS: the SQLite baseline runs synchronously, and while the
+ * loop never turns the HTTP client can neither close its idle connections to Loupe in time nor
+ * see that the server closed them after its 65 s keep-alive timeout; a baseline round longer than
+ * that then failed the next request to Loupe on such a connection ("other side closed").
+ */
 async function drive(batches: number, concurrency: number, send: (index: number) => Promise<void>): Promise<{ seconds: number }> {
   let next = 0;
   const started = performance.now();
+  let turned = started;
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
-      while (next < batches) await send(next++);
+      while (next < batches) {
+        await send(next++);
+        if (performance.now() - turned >= YIELD_EVERY_MS) {
+          turned = performance.now();
+          await new Promise(setImmediate);
+        }
+      }
     }),
   );
   return { seconds: (performance.now() - started) / 1000 };
