@@ -108,7 +108,7 @@ function postgresBaseline(url: string): Baseline {
 const YIELD_EVERY_MS = 50;
 
 /**
- * Runs `total` batches with `concurrency` in flight; returns the rate. The loop lets the event
+ * Runs `batches` batches with `concurrency` in flight; returns the rate. The loop lets the event
  * loop turn at least every YIELD_EVERY_MS: the SQLite baseline runs synchronously, and while the
  * loop never turns the HTTP client can neither close its idle connections to Loupe in time nor
  * see that the server closed them after its 65 s keep-alive timeout; a baseline round longer than
