@@ -83,6 +83,26 @@ export async function sqlRun(db: SqlScope, statement: Statement): Promise<number
   return Number(result.numAffectedRows ?? 0n);
 }
 
+/**
+ * Runs statements in order, as one statement on PostgreSQL: all but the last in its WITH (a
+ * writing WITH runs whether or not the statement reads it, every part sees the same snapshot, and
+ * a foreign key between the parts is checked at the statement's end). One round trip instead of
+ * one each: in the transaction of a batch of 1,000 feedback records, two round trips more (two
+ * `select 1`) took the server's CPU per batch from 23.9 to 26.5 ms. SQLite has no writing WITH, and no round trips to save: each runs in turn.
+ * So none may read what another wrote. Returns the rows the last one affected.
+ */
+export async function sqlRunTogether(db: SqlScope, statements: readonly Statement[]): Promise<number> {
+  if (!statements.length) return 0;
+  if (!onPostgres(db)) {
+    let changes = 0;
+    for (const statement of statements) changes = await sqlRun(db, statement);
+    return changes;
+  }
+  const writes = statements.slice(0, -1).map((statement, index) => sql`${sql.raw(`w${index}`)} as (${statement})`);
+  const last = statements.at(-1)!;
+  return sqlRun(db, writes.length ? sql`with ${sql.join(writes, ', ')} ${last}` : last);
+}
+
 /** The scope's dialect, for a statement's text. */
 function dialectOf(db: SqlScope): 'sqlite' | 'postgresql' {
   return onPostgres(db) ? 'postgresql' : 'sqlite';

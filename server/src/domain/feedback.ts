@@ -11,6 +11,7 @@ import {
   sqliteArrays,
   sqlRows,
   sqlRun,
+  sqlRunTogether,
   sqlTransaction,
   perDialect,
   inList,
@@ -30,7 +31,7 @@ import { budgetedPage, jsonDensity } from './answer-budget.ts';
 import { newId } from './ids.ts';
 import { publishingTransaction, type QueueEventPublisher, type RecordEvent } from './queue-events.ts';
 import { addFeedbackRuleItems } from './rule-items.ts';
-import { writeFeedbackCreated, type WebhookWake, type WrittenEvent } from './webhook-outbox.ts';
+import { feedbackCreatedWrites, writeFeedbackCreated, type WebhookWake, type WrittenEvent } from './webhook-outbox.ts';
 
 const CHUNK = 1000;
 const COLUMNS = [
@@ -237,6 +238,11 @@ async function store(
   await recheckQueues(tx, prepared, where);
   for (const projectId of new Set(unique.map((p) => p.projectId))) await ensureProject(tx, projectId);
   const at = sqlDate(tx, now);
+  // A batch of server-made ids only is new as a whole: its webhook events are known before it is
+  // stored, and written by its first insert's statement (one round trip fewer on PostgreSQL).
+  // Otherwise they wait for what the inserts found stored.
+  const allNew = unique.every((p) => p.hash === null);
+  const announcing = allNew ? await feedbackCreatedWrites(tx, { created: unique, userId, wake }) : undefined;
   const retries = await insertThenCompare(unique, CHUNK, {
     async insert(chunk) {
       const inserted = new Set<string>();
@@ -245,7 +251,7 @@ async function store(
       // machine: server CPU per batch 30 → 26 ms; the database's side, see insertStatement).
       const fresh = chunk.filter((p) => p.hash === null);
       if (fresh.length) {
-        await sqlRun(tx, insertStatement(tx, fresh, { userId, at, kind: 'fresh' }));
+        await sqlRunTogether(tx, [...(announcing?.statements.splice(0) ?? []), insertStatement(tx, fresh, { userId, at, kind: 'fresh' })]);
         for (const p of fresh) inserted.add(p.key);
       }
       const named = chunk.filter((p) => p.hash !== null);
@@ -274,7 +280,7 @@ async function store(
   // this transaction.
   const created = unique.filter((p) => !retries.has(p.key));
   await addFeedbackRuleItems(tx, { feedback: created.map((p) => ({ projectId: p.projectId, id: p.id })), now, record });
-  const announced = await writeFeedbackCreated(tx, { created, userId, wake });
+  const announced = announcing?.written ?? (await writeFeedbackCreated(tx, { created, userId, wake }));
   const createdAt = now.toISOString();
   const results = prepared.map((p): FeedbackCreateRes => {
     const row = retries.get(p.key);

@@ -6,9 +6,8 @@ import {
   type ItemsAddedData,
   type QueueCompletedData,
 } from '@loupe/shared';
-import { isAscii } from 'node:buffer';
-import { jsonFromSql, onPostgres, sqlDate, sqlRows, sqlRun, type SqlScope } from '../db/sql.ts';
-import { sql } from '../db/statement.ts';
+import { jsonFromSql, onPostgres, sqlDate, sqlRows, sqlRunTogether, type SqlScope } from '../db/sql.ts';
+import { sql, type Statement } from '../db/statement.ts';
 import { newId } from './ids.ts';
 import { REQUIRED_FROM_QUEUE } from './coverage.ts';
 import { COUNTED_IN_QUEUE } from './queue-access.ts';
@@ -55,22 +54,29 @@ export type DeliveryLease = { owner: string; until: Date };
 export type WrittenEvent = { id: string; body: Buffer; leased: { deliveries: DueDelivery[]; until: Date } | null };
 
 /**
- * A text's UTF-8 bytes. All-ASCII text (the usual payload: ids and refs) is its own UTF-8, and
- * copying it as Latin-1 costs a fraction of encoding it.
+ * The UTF-8 bytes of text pieces one after another, written piece by piece: the joined text is
+ * never made (a body's head and payload joined would be copied into one more string of the
+ * payload's size). A piece of as many UTF-8 bytes as characters is all ASCII, its own UTF-8, and
+ * copying it as Latin-1 costs a fraction of encoding it. (Only that test tells: text written as
+ * Latin-1 keeps each character's low byte, so U+4E2D would pass for '-'.)
  */
-function utf8Of(text: string): Buffer {
-  const latin1 = Buffer.from(text, 'latin1');
-  return isAscii(latin1) ? latin1 : Buffer.from(text, 'utf8');
+function utf8Of(pieces: readonly string[]): Buffer {
+  const lengths = pieces.map((piece) => Buffer.byteLength(piece, 'utf8'));
+  const bytes = Buffer.allocUnsafe(lengths.reduce((sum, length) => sum + length, 0));
+  let offset = 0;
+  // As many bytes as characters: every character is ASCII.
+  pieces.forEach((piece, index) => (offset += bytes.write(piece, offset, lengths[index] === piece.length ? 'latin1' : 'utf8')));
+  return bytes;
 }
 
 /**
- * A delivery's body, `{type, timestamp, data}` around the payload's JSON text, as UTF-8 bytes made
- * once; `data` is the payload's own bytes within it (what the database stores).
+ * A delivery's body, `{type, timestamp, data}` around the payload's JSON text, as UTF-8 bytes
+ * made once; `data` is the payload's own bytes within it (what the database stores).
  */
 export function deliveryBody({ type, createdAt, dataJson }: { type: string; createdAt: Date; dataJson: string }): { body: Buffer; data: Buffer } {
   // The head is ASCII (an event type, an ISO date): its length in characters is its length in bytes.
   const head = `{"type":${JSON.stringify(type)},"timestamp":"${createdAt.toISOString()}","data":`;
-  const body = utf8Of(`${head}${dataJson}}`);
+  const body = utf8Of([head, dataJson, '}']);
   return { body, data: body.subarray(head.length, body.length - 1) };
 }
 
@@ -105,10 +111,12 @@ export async function writeWebhookEvents(tx: SqlScope, { announcements, wake }: 
     if (!subscribers.length) continue;
     const events = [...list];
     if (subscribedTo(subscribers, 'annotation_queue.completed').length) events.push(...(await completions(tx, list)));
+    const ready: ReturnType<typeof eventWrites>[] = [];
     for (const event of events) {
       const hooks = subscribedTo(subscribers, event.type);
-      if (hooks.length) written.push(await writeEvent(tx, { type: event.type, projectId, dataJson: JSON.stringify(event.data), hooks, now, wake }));
+      if (hooks.length) ready.push(eventWrites(tx, { type: event.type, projectId, dataJson: JSON.stringify(event.data), hooks, now, wake }));
     }
+    written.push(...(await runEventWrites(tx, collect(ready))));
   }
   return written;
 }
@@ -130,18 +138,30 @@ function subscribedTo(subscribers: readonly Subscriber[], type: DeliveredEventTy
   return subscribers.filter((hook) => hook.events.includes(type) || hook.events.includes('*'));
 }
 
-/** Writes one event and its deliveries to `hooks`, leased to this process's worker when it has room. */
-async function writeEvent(
+/**
+ * Events made ready to write: what writing them returns, and the statements that write them, in
+ * order (an event's before its deliveries).
+ */
+export type EventWrites = { written: WrittenEvent[]; statements: Statement[] };
+
+/** Writes events made ready, in one round trip on PostgreSQL. */
+async function runEventWrites(tx: SqlScope, { written, statements }: EventWrites): Promise<WrittenEvent[]> {
+  await sqlRunTogether(tx, statements);
+  return written;
+}
+
+/** One event and its deliveries to `hooks`, made ready to write; leased to this process's worker when it has room. */
+function eventWrites(
   tx: SqlScope,
   { type, projectId, dataJson, hooks, now, wake }: { type: DeliveredEventType; projectId: string; dataJson: string; hooks: readonly Subscriber[]; now: Date; wake: WebhookWake },
-): Promise<WrittenEvent> {
+): { written: WrittenEvent; statements: Statement[] } {
   const lease = wake.deliveryLease();
-  const { event, deliveryIds } = await insertEvent(tx, { type, projectId, dataJson, webhookIds: hooks.map((hook) => hook.id), now, lease });
-  if (!lease) return event;
+  const { event, deliveryIds, statements } = newEvent(tx, { type, projectId, dataJson, webhookIds: hooks.map((hook) => hook.id), now, lease });
+  if (!lease) return { written: event, statements };
   const deliveries = hooks.map((hook, index): DueDelivery => ({
     id: deliveryIds[index]!, webhookId: hook.id, eventId: event.id, attempts: 0, type, eventAt: now, url: hook.url, sealedSecrets: hook.sealedSecrets, webhookFailing: hook.failing,
   }));
-  return { ...event, leased: { deliveries, until: lease.until } };
+  return { written: { ...event, leased: { deliveries, until: lease.until } }, statements };
 }
 
 /**
@@ -150,8 +170,18 @@ async function writeEvent(
  */
 export async function insertEvent(
   tx: SqlScope,
-  { type, projectId, dataJson, webhookIds, now, lease }: { type: DeliveredEventType; projectId: string; dataJson: string; webhookIds: readonly string[]; now: Date; lease?: DeliveryLease | undefined },
+  options: { type: DeliveredEventType; projectId: string; dataJson: string; webhookIds: readonly string[]; now: Date; lease?: DeliveryLease | undefined },
 ): Promise<{ event: WrittenEvent; deliveryIds: string[] }> {
+  const { event, deliveryIds, statements } = newEvent(tx, options);
+  await sqlRunTogether(tx, statements);
+  return { event, deliveryIds };
+}
+
+/** The inserts of one event and of its deliveries, with their ids. */
+function newEvent(
+  tx: SqlScope,
+  { type, projectId, dataJson, webhookIds, now, lease }: { type: DeliveredEventType; projectId: string; dataJson: string; webhookIds: readonly string[]; now: Date; lease?: DeliveryLease | undefined },
+): { event: WrittenEvent; deliveryIds: string[]; statements: Statement[] } {
   const eventId = newId();
   const at = sqlDate(tx, now);
   // The body is made once, as bytes: the payload within it goes to the database (PostgreSQL reads
@@ -166,14 +196,7 @@ export async function insertEvent(
     sql`(${sql.list([deliveryIds[index], webhookId, eventId, 'pending', 0, at, lease?.owner ?? null, leaseUntil, at, at])})`);
   const insertedDeliveries = sql`insert into webhook_deliveries (id, webhook_id, event_id, state, attempts, next_attempt_at, lease_owner, lease_expires_at, created_at, updated_at)
     values ${sql.join(rows, ', ')}`;
-  // PostgreSQL: one round trip, the event written by the statement's WITH (checked as the
-  // deliveries' foreign key at the statement's end); SQLite has no writing WITH, and no round trips.
-  if (onPostgres(tx)) await sqlRun(tx, sql`with event as (${insertedEvent}) ${insertedDeliveries}`);
-  else {
-    await sqlRun(tx, insertedEvent);
-    await sqlRun(tx, insertedDeliveries);
-  }
-  return { event: { id: eventId, body, leased: null }, deliveryIds };
+  return { event: { id: eventId, body, leased: null }, deliveryIds, statements: [insertedEvent, insertedDeliveries] };
 }
 
 /** Finished states of a progress record: an annotator's work on the item is over. */
@@ -226,16 +249,28 @@ export type CreatedFeedback = {
 };
 
 /**
- * Writes `feedback.created` events of newly stored records, in the caller's transaction: per
- * project that a live, enabled webhook subscribes to it from, events of at most 1,000 records. A
- * payload is built only then, and turned into its bytes at once: at batch 1,000 its records
- * never outlive the statement that writes them.
+ * Writes `feedback.created` events of newly stored records, in the caller's transaction (see
+ * feedbackCreatedWrites).
  */
 export async function writeFeedbackCreated(
   tx: SqlScope,
-  { created, userId, wake }: { created: readonly CreatedFeedback[]; userId: string; wake: WebhookWake },
+  options: { created: readonly CreatedFeedback[]; userId: string; wake: WebhookWake },
 ): Promise<WrittenEvent[]> {
-  const written: WrittenEvent[] = [];
+  return runEventWrites(tx, await feedbackCreatedWrites(tx, options));
+}
+
+/**
+ * The `feedback.created` events of these new records, made ready to write in the caller's
+ * transaction (a write that knows its records are new before it stores them writes the events
+ * with them, in the same statement): per project that a live, enabled webhook subscribes to it
+ * from, events of at most 1,000 records. A payload is built only then, and turned into its bytes
+ * at once: at batch 1,000 its records never outlive the statement that writes them.
+ */
+export async function feedbackCreatedWrites(
+  tx: SqlScope,
+  { created, userId, wake }: { created: readonly CreatedFeedback[]; userId: string; wake: WebhookWake },
+): Promise<EventWrites> {
+  const events: ReturnType<typeof eventWrites>[] = [];
   const now = new Date();
   for (const [projectId, records] of Map.groupBy(created, (record) => record.projectId)) {
     const hooks = subscribedTo(await subscribersOf(tx, { projectId, now }), 'feedback.created');
@@ -245,8 +280,13 @@ export async function writeFeedbackCreated(
         id: p.id, feedback_type: p.element.feedback_type, svc_ref: p.element.svc_ref, call_ref: p.element.call_ref ?? null, queue_id: p.queueId, svc_user_id: userId,
       }));
       const data: FeedbackCreatedData = { project_id: projectId, feedback };
-      written.push(await writeEvent(tx, { type: 'feedback.created', projectId, dataJson: JSON.stringify(data), hooks, now, wake }));
+      events.push(eventWrites(tx, { type: 'feedback.created', projectId, dataJson: JSON.stringify(data), hooks, now, wake }));
     }
   }
-  return written;
+  return collect(events);
+}
+
+/** Events made ready, as one set of writes. */
+function collect(events: readonly { written: WrittenEvent; statements: Statement[] }[]): EventWrites {
+  return { written: events.map((event) => event.written), statements: events.flatMap((event) => event.statements) };
 }

@@ -46,6 +46,9 @@ describeEachBackend('webhooks', (backend) => {
     return { path, id: reply.body.webhook.id as string, secret: reply.body.secret as string, webhook: reply.body.webhook };
   }
 
+  /** feedback.created payloads in order of size, then of their first record. */
+  const bySize = (a: { feedback: { id: string }[] }, b: { feedback: { id: string }[] }) =>
+    a.feedback.length - b.feedback.length || a.feedback[0]!.id.localeCompare(b.feedback[0]!.id);
   const verified = (delivery: Delivery) => delivery.verifiedWith.length > 0 && delivery.verifiedWith.every(Boolean);
   const deliveriesOf = async (projectId: string, webhookId: string, body: Record<string, unknown> = {}) => {
     const reply = await rest(server, 'POST', `/webhooks/${webhookId}/deliveries/query`, { key: member.api_key, body: { project_id: projectId, ...body } });
@@ -158,8 +161,7 @@ describeEachBackend('webhooks', (backend) => {
     const events = await sqlRows<{ data: string; method: string | null; size: number | string }>(server.server.services.orm.em,
       sql`select data, ${backend === 'postgresql' ? sql`pg_column_compression(data)` : sql`null`} as method, ${backend === 'postgresql' ? sql`pg_column_size(data)` : sql`0`} as size
         from webhook_events where project_id = ${projectId} and type = 'feedback.created'`);
-    expect(events.map((event) => JSON.parse(event.data)).sort((a, b) => a.feedback.length - b.feedback.length)).toEqual(
-      got.map((d) => d.json.data).sort((a, b) => a.feedback.length - b.feedback.length));
+    expect(events.map((event) => JSON.parse(event.data)).sort(bySize)).toEqual(got.map((d) => d.json.data).sort(bySize));
     if (backend === 'postgresql') {
       // A server built without lz4 stores them as they are (migration 0019).
       const [support] = await sqlRows<{ lz4: boolean }>(server.server.services.orm.em,
@@ -239,6 +241,30 @@ describeEachBackend('webhooks', (backend) => {
     expect((await progress(server, other.api_key, projectId, queueId, items[0]!.id, 'completed')).status).toBe(200);
     await receiver.waitFor(h.path, (d) => d.json.type === 'annotation_queue.completed');
     expect(receiver.deliveries.filter((d) => d.path === h.path && d.json.type === 'annotation_queue.completed')).toHaveLength(1);
+  });
+
+  it('announces a batch of server-made ids with its insert, text beyond ASCII sent as written', async () => {
+    const projectId = 'acme/hooks-fresh';
+    const h = await hook(projectId, ['feedback.created']);
+    // Every character's low byte is ASCII (U+0141 → 0x41, U+4E2D → 0x2D, the emoji's surrogates → 0x3D, 0x00):
+    // text written as Latin-1 would pass for ASCII.
+    const feedbackType = 'Ł中😀';
+    const batch = Array.from({ length: 1_200 }, (_, i) => {
+      const { id: _id, ...element } = freeForm(projectId, { svc_ref: `svc:///${projectId}/call/c${i}`, feedback_type: feedbackType, queue_id: null });
+      return element;
+    });
+    const reply = await batchCreate(server, member.api_key, batch);
+    expect(reply.status, reply.text).toBe(200);
+    const got = await receiver.waitFor(h.path, (d) => d.json.type === 'feedback.created' && d.status === 200, { count: 2 });
+    expect(got.every(verified)).toBe(true);
+    expect(got.map((d) => d.json.data.feedback.length).sort((a, b) => a - b)).toEqual([200, 1000]);
+    const records = got.flatMap((d) => d.json.data.feedback as { id: string; feedback_type: string; svc_ref: string }[]);
+    expect(new Set(records.map((r) => r.id))).toEqual(new Set(reply.body.res.map((r: { id: string }) => r.id)));
+    expect(new Set(records.map((r) => r.feedback_type))).toEqual(new Set([feedbackType]));
+    expect(new Set(records.map((r) => r.svc_ref))).toEqual(new Set(batch.map((e) => e.svc_ref)));
+    const events = await sqlRows<{ data: string }>(server.server.services.orm.em,
+      sql`select data from webhook_events where project_id = ${projectId} and type = 'feedback.created'`);
+    expect(events.map((event) => JSON.parse(event.data)).sort(bySize)).toEqual(got.map((d) => d.json.data).sort(bySize));
   });
 
   it('retries 500, 500, 200: three attempts of one webhook-id, one delivered', async () => {
