@@ -88,8 +88,9 @@ export async function sqlRun(db: SqlScope, statement: Statement): Promise<number
  * writing WITH runs whether or not the statement reads it, every part sees the same snapshot, and
  * a foreign key between the parts is checked at the statement's end). One round trip instead of
  * one each: in the transaction of a batch of 1,000 feedback records, two round trips more (two
- * `select 1`) took the server's CPU per batch from 23.9 to 26.5 ms. SQLite has no writing WITH, and no round trips to save: each runs in turn.
- * So none may read what another wrote. Returns the rows the last one affected.
+ * `select 1`) took the server's CPU per batch from 23.9 to 26.5 ms. SQLite has no writing WITH,
+ * and no round trips to save: each runs in turn. So none may read what another wrote. Returns
+ * the rows the last one affected.
  */
 export async function sqlRunTogether(db: SqlScope, statements: readonly Statement[]): Promise<number> {
   if (!statements.length) return 0;
