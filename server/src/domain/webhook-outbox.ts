@@ -111,7 +111,7 @@ export async function writeWebhookEvents(tx: SqlScope, { announcements, wake }: 
     if (!subscribers.length) continue;
     const events = [...list];
     if (subscribedTo(subscribers, 'annotation_queue.completed').length) events.push(...(await completions(tx, list)));
-    const ready: ReturnType<typeof eventWrites>[] = [];
+    const ready: ReadyEvent[] = [];
     for (const event of events) {
       const hooks = subscribedTo(subscribers, event.type);
       if (hooks.length) ready.push(eventWrites(tx, { type: event.type, projectId, dataJson: JSON.stringify(event.data), hooks, now, wake }));
@@ -144,6 +144,9 @@ function subscribedTo(subscribers: readonly Subscriber[], type: DeliveredEventTy
  */
 export type EventWrites = { written: WrittenEvent[]; statements: Statement[] };
 
+/** One event made ready to write: what writing it returns, and its statements. */
+type ReadyEvent = { written: WrittenEvent; statements: Statement[] };
+
 /** Writes events made ready, in one round trip on PostgreSQL. */
 async function runEventWrites(tx: SqlScope, { written, statements }: EventWrites): Promise<WrittenEvent[]> {
   await sqlRunTogether(tx, statements);
@@ -154,7 +157,7 @@ async function runEventWrites(tx: SqlScope, { written, statements }: EventWrites
 function eventWrites(
   tx: SqlScope,
   { type, projectId, dataJson, hooks, now, wake }: { type: DeliveredEventType; projectId: string; dataJson: string; hooks: readonly Subscriber[]; now: Date; wake: WebhookWake },
-): { written: WrittenEvent; statements: Statement[] } {
+): ReadyEvent {
   const lease = wake.deliveryLease();
   const { event, deliveryIds, statements } = newEvent(tx, { type, projectId, dataJson, webhookIds: hooks.map((hook) => hook.id), now, lease });
   if (!lease) return { written: event, statements };
@@ -270,7 +273,7 @@ export async function feedbackCreatedWrites(
   tx: SqlScope,
   { created, userId, wake }: { created: readonly CreatedFeedback[]; userId: string; wake: WebhookWake },
 ): Promise<EventWrites> {
-  const events: ReturnType<typeof eventWrites>[] = [];
+  const events: ReadyEvent[] = [];
   const now = new Date();
   for (const [projectId, records] of Map.groupBy(created, (record) => record.projectId)) {
     const hooks = subscribedTo(await subscribersOf(tx, { projectId, now }), 'feedback.created');
@@ -287,6 +290,6 @@ export async function feedbackCreatedWrites(
 }
 
 /** Events made ready, as one set of writes. */
-function collect(events: readonly { written: WrittenEvent; statements: Statement[] }[]): EventWrites {
+function collect(events: readonly ReadyEvent[]): EventWrites {
   return { written: events.map((event) => event.written), statements: events.flatMap((event) => event.statements) };
 }
