@@ -243,6 +243,8 @@ async function store(
   // Otherwise they wait for what the inserts found stored.
   const allNew = unique.every((p) => p.hash === null);
   const announcing = allNew ? await feedbackCreatedWrites(tx, { created: unique, userId, wake }) : undefined;
+  /** The event inserts not yet run: they go with the first insert of fresh rows. */
+  let eventInserts = announcing?.statements ?? [];
   const retries = await insertThenCompare(unique, CHUNK, {
     async insert(chunk) {
       const inserted = new Set<string>();
@@ -251,7 +253,8 @@ async function store(
       // machine: server CPU per batch 30 → 26 ms; the database's side, see insertStatement).
       const fresh = chunk.filter((p) => p.hash === null);
       if (fresh.length) {
-        await sqlRunTogether(tx, [...(announcing?.statements.splice(0) ?? []), insertStatement(tx, fresh, { userId, at, kind: 'fresh' })]);
+        await sqlRunTogether(tx, [...eventInserts, insertStatement(tx, fresh, { userId, at, kind: 'fresh' })]);
+        eventInserts = [];
         for (const p of fresh) inserted.add(p.key);
       }
       const named = chunk.filter((p) => p.hash !== null);
