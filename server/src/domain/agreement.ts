@@ -10,7 +10,7 @@ type SpecRow = { name: string; field_schema: unknown };
 
 /** JSON text of one value, at most: annotation values are labels, numbers, short texts. */
 export const MAX_VALUE_CHARS = 65_536;
-/** Values (each annotator's latest record per item, and per pair of call ids on the way) one spec's agreement holds, at most. */
+/** Values (each annotator's latest record per item) one spec's agreement holds, at most. */
 export const MAX_VALUES = 100_000;
 /** JSON text of all those values together, at most. */
 export const MAX_VALUES_CHARS = 4 * 1024 * 1024;
@@ -20,8 +20,6 @@ const INLINE_PAYLOAD_BYTES = 4096;
 const RECORDS_PER_READ = 2000;
 /** Ids per statement when the long values of the latest records are read. */
 const IDS_PER_READ = 500;
-/** Call ids per statement when the items of the latest records are looked up (SQLite takes up to 32,766 parameters). */
-const CALLS_PER_READ = 5000;
 
 /**
  * `POST /annotation_queues/{queue_id}/agreement`: for each scorer spec of the queue (or each one
@@ -54,28 +52,41 @@ export async function queueAgreement(db: SqlScope, req: AnnotationQueueAgreement
 
   return inAgreementSlot(deadline, async () => {
     const agreement: Agreement[] = [];
-    for (const ref of refs) {
-      const spec = await specOf(db, req.project_id, ref);
-      const level = req.levels?.[ref] ?? levelOf(spec.field_schema);
-      const latest = await latestValues(db, {
-        projectId: req.project_id,
-        queueId: queue.id,
-        specName: spec.name,
-        ref,
-        deadline,
-        assignedOnly: queue.access === 'assigned',
-        coverage: Number(queue.overlap_coverage),
-      });
-      const items = [...latest.items.values()];
-      // Free text is compared as it is (who gave a value, where they differ) but not rated.
-      const computed = await statisticsInThread(latest.task(level ?? 'nominal', items), deadline);
-      const statistics = level === null ? unrated(computed) : computed;
-      // The values came from stored JSON payloads: they are JSON values.
-      const disagreements = statistics.disagreements.map((d) => {
-        const item = items[Number(d.item_id)]!;
-        return { item_id: item.id, call_id: item.callId, values: d.values.map((v) => ({ ...v, value: v.value as Json })) };
-      });
-      agreement.push({ scorer_ref: ref, name: spec.name, level, ...statistics, disagreements });
+    const items = new QueueItems(db, { queueId: queue.id, coverage: Number(queue.overlap_coverage) });
+    // One spec's statistics run in the worker thread while the next spec is read: at most two
+    // specs' values are held at once, and one thread works for the request.
+    let computing: Promise<void> | undefined;
+    try {
+      for (const ref of refs) {
+        const spec = await specOf(db, req.project_id, ref);
+        const level = req.levels?.[ref] ?? levelOf(spec.field_schema);
+        const latest = await latestValues(db, items, {
+          projectId: req.project_id,
+          queueId: queue.id,
+          specName: spec.name,
+          ref,
+          deadline,
+          assignedOnly: queue.access === 'assigned',
+        });
+        const rated = [...latest.items.values()];
+        const task = latest.task(level ?? 'nominal', rated);
+        await computing;
+        computing = statisticsInThread(task, deadline).then((computed) => {
+          // Free text is compared as it is (who gave a value, where they differ) but not rated.
+          const statistics = level === null ? unrated(computed) : computed;
+          // The values came from stored JSON payloads: they are JSON values.
+          const disagreements = statistics.disagreements.map((d) => {
+            const item = rated[Number(d.item_id)]!;
+            return { item_id: item.id, call_id: item.callId, values: d.values.map((v) => ({ ...v, value: v.value as Json })) };
+          });
+          agreement.push({ scorer_ref: ref, name: spec.name, level, ...statistics, disagreements });
+        });
+        computing.catch(() => undefined); // awaited below or in the next turn; a failure meanwhile is not unhandled
+      }
+      await computing;
+    } finally {
+      // A read that failed leaves no thread working past the request's slot.
+      await computing?.catch(() => undefined);
     }
     return agreement;
   });
@@ -97,6 +108,8 @@ class LatestValues {
   readonly annotators: string[] = [];
   readonly #annotatorIndex = new Map<string, number>();
   readonly items = new Map<string, RatedItemSlot>();
+  /** Each distinct value text once (they count in MAX_VALUES_CHARS as often as they are held). */
+  readonly #texts = new Map<string, string>();
   #count = 0;
   #chars = 0;
   readonly #specName: string;
@@ -118,21 +131,26 @@ class LatestValues {
     if (held && !(record.createdMs !== held.createdMs ? record.createdMs > held.createdMs : record.id > held.id)) return;
     if (held) this.#chars -= held.text?.length ?? 0;
     else if (++this.#count > MAX_VALUES) throw tooManyValues(this.#specName);
-    slot.latest[annotator] = record;
-    this.#setText({ slot, user, record }, record.text);
+    // A copy of what counts: the record as read (its annotator, its call ids) is garbage the young
+    // generation frees, rather than tens of thousands of objects copied and promoted.
+    const latest: Latest = { createdMs: record.createdMs, id: record.id, text: null };
+    slot.latest[annotator] = latest;
+    if (record.text !== null) this.#setText(slot, user, latest, record.text);
   }
 
   /** Sets the value text of a latest record, within the bounds. */
-  setText(held: HeldRecord, text: string): void {
-    this.#setText(held, text);
+  setText({ slot, user, record }: HeldRecord, text: string): void {
+    this.#setText(slot, user, record, text);
   }
 
-  #setText({ slot, user, record }: HeldRecord, text: string | null): void {
-    record.text = text;
-    if (text === null) return;
+  /** Equal values share one string. */
+  #setText(slot: RatedItemSlot, user: string, record: Latest, text: string): void {
     if (text.length > MAX_VALUE_CHARS) throw valueTooLong({ specName: this.#specName, callId: slot.callId, user, chars: text.length });
     this.#chars += text.length;
     if (this.#chars > MAX_VALUES_CHARS) throw tooManyChars(this.#specName);
+    let shared = this.#texts.get(text);
+    if (shared === undefined) this.#texts.set(text, (shared = text));
+    record.text = shared;
   }
 
   /** The records whose value is still unread. */
@@ -195,13 +213,11 @@ const valueTooLong = ({ specName, callId, user, chars }: { specName: string; cal
  * its call_ref names; the later record of an annotator and item wins (creation time, then id:
  * feedback ids are lowercase UUIDs, which sort the same in JavaScript as in either database).
  *
- * First each annotator's latest record per pair of call ids its refs name (records whose refs
- * name no call of the project count by their other ref alone, so they reach the same item either
- * way); then the live items of those calls, by the unique index (queue_id, call_id), a few
- * thousand calls per statement (a join per record cost SQLite several times the scan, and a
- * PostgreSQL planner without statistics, on a queue just filled, may read every item per record).
+ * The records are read a chunk at a time; the items of a chunk's calls are looked up
+ * (QueueItems), and its records are kept by item as they come (a record that reaches no item is
+ * dropped at once).
  */
-async function latestValues(db: SqlScope, scope: ValuesScope): Promise<LatestValues> {
+async function latestValues(db: SqlScope, items: QueueItems, scope: ValuesScope): Promise<LatestValues> {
   const { deadline } = scope;
   // The call ids in the refs, cut out by the database.
   const prefix = callRef(scope.projectId, '');
@@ -216,26 +232,22 @@ async function latestValues(db: SqlScope, scope: ValuesScope): Promise<LatestVal
       scope.assignedOnly ? sql` and exists (select 1 from annotation_queue_assignees a where a.queue_id = ${scope.queueId} and a.user_id = f.svc_user_id)` : sql``
     }`,
   };
-  const byRefs = onPostgres(db) ? await latestByRefsOnPostgres(db, scope, records) : await latestByRefsOnSqlite(db, scope, records);
-
-  const calls = new Set<string>();
-  for (const record of byRefs) {
-    if (record.svcCall !== null) calls.add(record.svcCall);
-    if (record.refCall !== null) calls.add(record.refCall);
-  }
-  const items = new Map<string, { id: string; callId: string; createdMs: number }>();
-  const callIds = [...calls];
-  for (let start = 0; start < callIds.length; start += CALLS_PER_READ) {
-    deadline.check();
-    const part = callIds.slice(start, start + CALLS_PER_READ);
-    for (const [id, callId, createdMs] of await liveItemsOfCalls(db, { queueId: scope.queueId, coverage: scope.coverage, callIds: part })) items.set(callId, { id, callId, createdMs });
-  }
-
   const latest = new LatestValues(scope.specName);
-  for (const record of byRefs) {
-    const item = (record.svcCall === null ? undefined : items.get(record.svcCall)) ?? (record.refCall === null ? undefined : items.get(record.refCall));
-    if (item) latest.add(item, record.user, { createdMs: record.createdMs, id: record.id, text: record.text });
-  }
+  const keep = async (chunk: RecordRead[]) => {
+    const calls = new Set<string>();
+    for (const record of chunk) {
+      if (record.svcCall !== null) calls.add(record.svcCall);
+      if (record.refCall !== null) calls.add(record.refCall);
+    }
+    await items.lookUp(calls, deadline);
+    for (const record of chunk) {
+      const item = (record.svcCall === null ? undefined : items.get(record.svcCall)) ?? (record.refCall === null ? undefined : items.get(record.refCall));
+      if (item) latest.add(item, record.user, record);
+    }
+  };
+  if (onPostgres(db)) await recordsOnPostgres(db, scope, records, keep);
+  else await recordsOnSqlite(db, scope, records, keep);
+
   // The latest records whose payload was too long to read in the scan: their values by id.
   const unread = [...latest.unread()];
   for (let start = 0; start < unread.length; start += IDS_PER_READ) {
@@ -259,74 +271,109 @@ type ValuesScope = {
   deadline: AgreementDeadline;
   /** An assigned queue: only its assignees' values count. */
   assignedOnly: boolean;
-  /** The queue's overlap coverage: only the items it covers are compared (coverage.ts). */
-  coverage: number;
 };
-/** The pieces of the statement that reads a spec's records: the call ids of its two refs, and its filter. */
-type RecordsSql = { svcCall: Statement; refCall: Statement; where: Statement };
-/** An annotator's latest record for a pair of call ids (null where a ref names no call of the project); `text` as in Latest. */
-type RefsRecord = { user: string; svcCall: string | null; refCall: string | null; createdMs: number; id: string; text: string | null };
-/** A RefsRecord as SQLite's JSON array of a chunk holds it, in RefsRecord's order. */
-type RefsRecordTuple = [string, string | null, string | null, number, string, string | null];
+
+/** Live items QueueItems reads of a queue in one pass, at most: beyond that it looks them up by call. */
+export const QUEUE_READ_LIMIT = 20_000;
+/** Items per statement when QueueItems reads the queue's items. */
+const ITEMS_PER_READ = 10_000;
+/** Call ids QueueItems holds at most when it looks items up by call, beyond which it starts afresh (a chunk's calls always fit). */
+const MAX_KNOWN_CALLS = 2 * MAX_VALUES;
 
 /**
- * Each annotator's latest record per pair of call ids, kept as the records are read in any order:
- * at most MAX_VALUES of them, and MAX_VALUES_CHARS of the values read.
+ * The live items of the queue that its overlap covers (coverage.ts), by call id. The first
+ * lookup reads all of them, in pages by call id, when there are at most QUEUE_READ_LIMIT: the
+ * specs' records name most of a queue's items, and a statement per chunk of records that names
+ * its calls made PostgreSQL read the whole queue each time (without statistics — autovacuum off
+ * or not yet run — its planner serves `queue_id = … and call_id = any(…)` by another index on
+ * queue_id, filtering every item). A larger queue has its items looked up by the calls of each
+ * chunk of records, once per request while at most MAX_KNOWN_CALLS are known.
  */
-class LatestByRefs {
-  readonly #latest = new Map<string, RefsRecord>();
-  #chars = 0;
-  readonly #specName: string;
+class QueueItems {
+  readonly #known = new Map<string, RatedItem | null>();
+  /** Whether #known holds every item (a call not in it has none); undecided before the first lookup. */
+  #complete: boolean | undefined;
+  readonly #db: SqlScope;
+  readonly #queue: { queueId: string; coverage: number };
 
-  constructor(specName: string) {
-    this.#specName = specName;
+  constructor(db: SqlScope, queue: { queueId: string; coverage: number }) {
+    this.#db = db;
+    this.#queue = queue;
   }
 
-  add(record: RefsRecord): void {
-    const { user, svcCall, refCall, createdMs, id, text } = record;
-    // Call ids are never empty and hold no newline.
-    const key = `${user}\n${svcCall ?? ''}\n${refCall ?? ''}`;
-    const held = this.#latest.get(key);
-    if (held && !(createdMs !== held.createdMs ? createdMs > held.createdMs : id > held.id)) return;
-    if (!held && this.#latest.size >= MAX_VALUES) throw tooManyValues(this.#specName);
-    this.#chars += (text?.length ?? 0) - (held?.text?.length ?? 0);
-    if (this.#chars > MAX_VALUES_CHARS) throw tooManyChars(this.#specName);
-    this.#latest.set(key, record);
+  /** Makes the items of these calls known. */
+  async lookUp(calls: Set<string>, deadline: AgreementDeadline): Promise<void> {
+    this.#complete ??= await this.#readAll(deadline);
+    if (this.#complete) return;
+    const unknown = [...calls].filter((callId) => !this.#known.has(callId));
+    if (!unknown.length) return;
+    deadline.check();
+    if (this.#known.size + unknown.length > MAX_KNOWN_CALLS) this.#known.clear();
+    for (const callId of unknown) this.#known.set(callId, null);
+    for (const [id, callId, createdMs] of await liveItems(this.#db, { ...this.#queue, callIds: unknown })) this.#known.set(callId, { id, callId, createdMs });
   }
 
-  records(): RefsRecord[] {
-    return [...this.#latest.values()];
+  /** Reads every item while there are at most QUEUE_READ_LIMIT; whether it did. */
+  async #readAll(deadline: AgreementDeadline): Promise<boolean> {
+    for (let after = ''; ; ) {
+      deadline.check();
+      const page = await liveItems(this.#db, { ...this.#queue, after, limit: ITEMS_PER_READ });
+      for (const [id, callId, createdMs] of page) this.#known.set(callId, { id, callId, createdMs });
+      if (this.#known.size > QUEUE_READ_LIMIT) {
+        this.#known.clear();
+        return false;
+      }
+      if (page.length < ITEMS_PER_READ) return true;
+      after = page.at(-1)![1];
+    }
+  }
+
+  /** The item of a call looked up, if it has one. */
+  get(callId: string): RatedItem | undefined {
+    return this.#known.get(callId) ?? undefined;
   }
 }
+
+/** The pieces of the statement that reads a spec's records: the call ids of its two refs, and its filter. */
+type RecordsSql = { svcCall: Statement; refCall: Statement; where: Statement };
+/** A record as read: its annotator, the call ids of its refs (null where a ref names no call of the project), and what Latest holds. */
+type RecordRead = Latest & { user: string; svcCall: string | null; refCall: string | null };
+/** A RecordRead as SQLite's JSON array of a chunk holds it. */
+type RecordTuple = [user: string, svcCall: string | null, refCall: string | null, createdMs: number, id: string, text: string | null];
 
 /**
  * PostgreSQL reads the spec's records through a cursor (in a read-only transaction),
  * RECORDS_PER_READ at a time, in the order it finds them (no sort: a window or `distinct on`
- * over annotator and refs made it sort every record, twice the cost of the read).
+ * over annotator and refs made it sort every record, twice the cost of the read), and makes the
+ * next chunk while `keep` takes one.
  */
-async function latestByRefsOnPostgres(db: SqlScope, scope: ValuesScope, records: RecordsSql): Promise<RefsRecord[]> {
-  const latest = new LatestByRefs(scope.specName);
-  // Times as epoch milliseconds in a float8 (exact below 2^53): no Date per row.
-  type Row = { svc_user_id: string; svc_call: string | null; ref_call: string | null; created_ms: number; id: string; value: string | null };
+async function recordsOnPostgres(db: SqlScope, scope: ValuesScope, records: RecordsSql, keep: (chunk: RecordRead[]) => Promise<void>): Promise<void> {
+  // Times as epoch milliseconds in a float8 (exact below 2^53): no Date per row. The columns are
+  // named as RecordRead's fields: the driver's row is the record.
   await sqlTransaction(db, async (tx) => {
     await sqlRun(tx, sql`set transaction read only`);
     await sqlRun(
       tx,
       sql`declare agreement_records no scroll cursor for
-         select f.svc_user_id, ${records.svcCall} as svc_call, ${records.refCall} as ref_call,
-                (extract(epoch from f.created_at) * 1000)::float8 as created_ms, f.id,
-                case when pg_column_size(f.payload) <= ${INLINE_PAYLOAD_BYTES} then (f.payload -> 'value')::text end as value
+         select f.svc_user_id as "user", ${records.svcCall} as "svcCall", ${records.refCall} as "refCall",
+                (extract(epoch from f.created_at) * 1000)::float8 as "createdMs", f.id,
+                case when pg_column_size(f.payload) <= ${INLINE_PAYLOAD_BYTES} then (f.payload -> 'value')::text end as "text"
            from feedback f
           where ${records.where}`,
     );
-    for (;;) {
+    const fetchNext = () => {
+      const rows = sqlRows<RecordRead>(tx, sql`fetch ${sql.raw(String(RECORDS_PER_READ))} from agreement_records`);
+      rows.catch(() => undefined); // awaited below; a failure while the chunk before is kept is not unhandled
+      return rows;
+    };
+    for (let next = fetchNext(); ; ) {
       scope.deadline.check();
-      const rows = await beforeDeadline(sqlRows<Row>(tx, sql`fetch ${sql.raw(String(RECORDS_PER_READ))} from agreement_records`), scope.deadline);
-      for (const row of rows) latest.add({ user: row.svc_user_id, svcCall: row.svc_call, refCall: row.ref_call, createdMs: row.created_ms, id: row.id, text: row.value });
+      const rows = await beforeDeadline(next, scope.deadline);
+      if (rows.length === RECORDS_PER_READ) next = fetchNext();
+      await keep(rows);
       if (rows.length < RECORDS_PER_READ) break;
     }
   });
-  return latest.records();
 }
 
 /**
@@ -335,8 +382,7 @@ async function latestByRefsOnPostgres(db: SqlScope, scope: ValuesScope, records:
  * each one statement built as one JSON array by the database (one JSON.parse costs much less than
  * a driver row per record), letting the event loop and other statements run between chunks.
  */
-async function latestByRefsOnSqlite(db: SqlScope, scope: ValuesScope, records: RecordsSql): Promise<RefsRecord[]> {
-  const latest = new LatestByRefs(scope.specName);
+async function recordsOnSqlite(db: SqlScope, scope: ValuesScope, records: RecordsSql, keep: (chunk: RecordRead[]) => Promise<void>): Promise<void> {
   // created_at holds epoch milliseconds. `|| ''` makes the value's JSON plain text, which
   // json_array takes as a string (the JSON text the statistics parse) rather than as JSON.
   const chunkAfter = (after: number) =>
@@ -350,30 +396,38 @@ async function latestByRefsOnSqlite(db: SqlScope, scope: ValuesScope, records: R
   for (let after = 0; ; ) {
     scope.deadline.check();
     const [[chunk, last, count]] = (await sqliteArrays(db, chunkAfter(after))) as [[string, number, number]];
-    for (const [user, svcCall, refCall, createdMs, id, text] of JSON.parse(chunk) as RefsRecordTuple[]) latest.add({ user, svcCall, refCall, createdMs, id, text });
+    await keep((JSON.parse(chunk) as RecordTuple[]).map(([user, svcCall, refCall, createdMs, id, text]) => ({ user, svcCall, refCall, createdMs, id, text })));
     if (count < RECORDS_PER_READ) break;
     after = last;
     await new Promise((resolve) => setImmediate(resolve));
   }
-  return latest.records();
 }
 
-/** [id, call id, creation time in epoch milliseconds] of the live items of the queue among these calls that its overlap covers. */
-async function liveItemsOfCalls(db: SqlScope, { queueId, coverage, callIds }: { queueId: string; coverage: number; callIds: string[] }): Promise<[string, string, number][]> {
-  if (onPostgres(db)) {
+/**
+ * [id, call id, creation time in epoch milliseconds] of the live items of the queue that its
+ * overlap covers: those of these calls, or a page of them by call id (call ids are never empty).
+ */
+async function liveItems(
+  db: SqlScope,
+  { queueId, coverage, ...which }: { queueId: string; coverage: number } & ({ callIds: string[] } | { after: string; limit: number }),
+): Promise<[string, string, number][]> {
+  const postgres = onPostgres(db);
+  const calls =
+    'callIds' in which
+      ? postgres
+        ? sql`and call_id = any(${which.callIds})`
+        : sql`and call_id in (${sql.list(which.callIds)})`
+      : sql`and call_id > ${which.after} order by call_id limit ${which.limit}`;
+  if (postgres) {
     type Row = { id: string; call_id: string; created_ms: number };
     const rows = await sqlRows<Row>(
       db,
       sql`select id, call_id, (extract(epoch from created_at) * 1000)::float8 as created_ms
-            from annotation_queue_items where queue_id = ${queueId} and deleted_at is null and call_id = any(${callIds}) and coverage_point < ${coverage}`,
+            from annotation_queue_items where queue_id = ${queueId} and deleted_at is null and coverage_point < ${coverage} ${calls}`,
     );
     return rows.map((row) => [row.id, row.call_id, row.created_ms]);
   }
-  const rows = await sqliteArrays(
-    db,
-    sql`select id, call_id, created_at from annotation_queue_items
-         where queue_id = ${queueId} and deleted_at is null and call_id in (${sql.list(callIds)}) and coverage_point < ${coverage}`,
-  );
+  const rows = await sqliteArrays(db, sql`select id, call_id, created_at from annotation_queue_items where queue_id = ${queueId} and deleted_at is null and coverage_point < ${coverage} ${calls}`);
   return rows as [string, string, number][];
 }
 

@@ -1,8 +1,9 @@
+import { QUEUE_READ_LIMIT } from '@loupe/server';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeEachBackend } from '../harness/backends.ts';
 import { batchCreate, callRefOf, createSpec, objectRefOf } from '../harness/feedback.ts';
 import { createUser, rest, type CreatedKeyForTest } from '../harness/http.ts';
-import { addItems, createCalls, createQueue, queryItems } from '../harness/queues.ts';
+import { addItems, createCalls, createQueue, createSomeCalls, queryItems } from '../harness/queues.ts';
 import { startTestServer, type TestServer } from '../harness/server.ts';
 
 // Which value counts in the agreement of a queue (contract 5.7): an annotator's most recently
@@ -58,6 +59,19 @@ describeEachBackend('agreement of a queue: the value that counts', (backend) => 
   }
 
   it('takes each annotator’s latest record per item, by svc_ref or else call_ref, in this queue, on live items', async () => {
+    await expectTheValues();
+  });
+
+  it('takes the same values when the queue has more items than the agreement reads in one pass (it looks them up by call)', async () => {
+    const calls = await createSomeCalls(server, owner.api_key, projectId, 10_000);
+    for (let added = 0; added <= QUEUE_READ_LIMIT; added += calls.length) {
+      const more = added ? await createSomeCalls(server, owner.api_key, projectId, 10_000) : calls;
+      expect((await addItems(server, owner.api_key, projectId, queueId, more)).added_count).toBe(more.length);
+    }
+    await expectTheValues();
+  });
+
+  async function expectTheValues() {
     const reply = await rest(server, 'POST', `/annotation_queues/${queueId}/agreement`, { key: owner.api_key, body: { project_id: projectId } });
     expect(reply.status, reply.text).toBe(200);
     const [result] = reply.body.agreement;
@@ -75,5 +89,5 @@ describeEachBackend('agreement of a queue: the value that counts', (backend) => 
         ],
       },
     ]);
-  });
+  }
 });
