@@ -92,25 +92,31 @@ export async function queueAgreement(db: SqlScope, req: AnnotationQueueAgreement
   });
 }
 
-/** An annotator's latest record for an item so far; `text` is null while its value is unread (a long payload). */
-type Latest = { createdMs: number; id: string; text: string | null };
 /** A live item of the queue: its id, its call's id, when it was added. */
 type RatedItem = { id: string; callId: string; createdMs: number };
-type RatedItemSlot = RatedItem & { latest: (Latest | undefined)[] };
-/** A latest record as held for an item and annotator. */
-type HeldRecord = { slot: RatedItemSlot; user: string; record: Latest };
+/** A rated item and, per annotator index, the entry of that annotator's latest record (LatestValues). */
+type RatedItemSlot = RatedItem & { latest: number[] };
+/** A latest record as held: its item, its annotator, its entry. */
+type HeldRecord = { slot: RatedItemSlot; user: string; entry: number };
+
+/** An entry's text index while its value is unread (a long payload). */
+const UNREAD = -1;
 
 /**
  * Each annotator's latest record per item of one spec, as the records are read (in any order),
- * holding at most MAX_VALUES records and MAX_VALUES_CHARS of their values' JSON text.
+ * holding at most MAX_VALUES records and MAX_VALUES_CHARS of their values' JSON text. A latest
+ * record is an entry in columns (time, id, value text by index; equal texts held once): no object
+ * per value for the garbage collector to copy and promote, only its id.
  */
 class LatestValues {
   readonly annotators: string[] = [];
   readonly #annotatorIndex = new Map<string, number>();
   readonly items = new Map<string, RatedItemSlot>();
-  /** Each distinct value text once (they count in MAX_VALUES_CHARS as often as they are held). */
-  readonly #texts = new Map<string, string>();
-  #count = 0;
+  #entryCreatedMs = new Float64Array(1024);
+  #entryText = new Int32Array(1024);
+  readonly #entryId: string[] = [];
+  readonly #texts: string[] = [];
+  readonly #textIndex = new Map<string, number>();
   #chars = 0;
   readonly #specName: string;
 
@@ -119,7 +125,7 @@ class LatestValues {
   }
 
   /** A record of `user` for the item; the later one of an annotator and item wins. */
-  add(item: RatedItem, user: string, record: Latest): void {
+  add(item: RatedItem, user: string, record: RecordRead): void {
     let annotator = this.#annotatorIndex.get(user);
     if (annotator === undefined) {
       this.#annotatorIndex.set(user, (annotator = this.annotators.length));
@@ -127,62 +133,89 @@ class LatestValues {
     }
     let slot = this.items.get(item.id);
     if (!slot) this.items.set(item.id, (slot = { ...item, latest: [] }));
-    const held = slot.latest[annotator];
-    if (held && !(record.createdMs !== held.createdMs ? record.createdMs > held.createdMs : record.id > held.id)) return;
-    if (held) this.#chars -= held.text?.length ?? 0;
-    else if (++this.#count > MAX_VALUES) throw tooManyValues(this.#specName);
-    // A copy of what counts: the record as read (its annotator, its call ids) is garbage the young
-    // generation frees, rather than tens of thousands of objects copied and promoted.
-    const latest: Latest = { createdMs: record.createdMs, id: record.id, text: null };
-    slot.latest[annotator] = latest;
-    if (record.text !== null) this.#setText(slot, user, latest, record.text);
+    let entry = slot.latest[annotator];
+    if (entry !== undefined) {
+      const heldMs = this.#entryCreatedMs[entry]!;
+      if (!(record.createdMs !== heldMs ? record.createdMs > heldMs : record.id > this.#entryId[entry]!)) return;
+      this.#chars -= this.#textOf(entry)?.length ?? 0;
+    } else {
+      entry = this.#entryId.length;
+      if (entry >= MAX_VALUES) throw tooManyValues(this.#specName);
+      if (entry === this.#entryText.length) this.#grow();
+      slot.latest[annotator] = entry;
+    }
+    this.#entryCreatedMs[entry] = record.createdMs;
+    this.#entryId[entry] = record.id;
+    this.#entryText[entry] = UNREAD;
+    if (record.text !== null) this.#setText(slot, user, entry, record.text);
+  }
+
+  #grow(): void {
+    const createdMs = new Float64Array(this.#entryCreatedMs.length * 2);
+    createdMs.set(this.#entryCreatedMs);
+    this.#entryCreatedMs = createdMs;
+    const text = new Int32Array(this.#entryText.length * 2);
+    text.set(this.#entryText);
+    this.#entryText = text;
+  }
+
+  #textOf(entry: number): string | undefined {
+    const index = this.#entryText[entry]!;
+    return index === UNREAD ? undefined : this.#texts[index];
+  }
+
+  /** The feedback id of a latest record. */
+  idOf({ entry }: HeldRecord): string {
+    return this.#entryId[entry]!;
   }
 
   /** Sets the value text of a latest record, within the bounds. */
-  setText({ slot, user, record }: HeldRecord, text: string): void {
-    this.#setText(slot, user, record, text);
+  setText({ slot, user, entry }: HeldRecord, text: string): void {
+    this.#setText(slot, user, entry, text);
   }
 
-  /** Equal values share one string. */
-  #setText(slot: RatedItemSlot, user: string, record: Latest, text: string): void {
+  #setText(slot: RatedItemSlot, user: string, entry: number, text: string): void {
     if (text.length > MAX_VALUE_CHARS) throw valueTooLong({ specName: this.#specName, callId: slot.callId, user, chars: text.length });
     this.#chars += text.length;
     if (this.#chars > MAX_VALUES_CHARS) throw tooManyChars(this.#specName);
-    let shared = this.#texts.get(text);
-    if (shared === undefined) this.#texts.set(text, (shared = text));
-    record.text = shared;
+    let index = this.#textIndex.get(text);
+    if (index === undefined) {
+      this.#textIndex.set(text, (index = this.#texts.length));
+      this.#texts.push(text);
+    }
+    this.#entryText[entry] = index;
   }
 
   /** The records whose value is still unread. */
   *unread(): Generator<HeldRecord> {
     for (const slot of this.items.values()) {
-      for (const [annotator, record] of slot.latest.entries()) if (record && record.text === null) yield { slot, user: this.annotators[annotator]!, record };
+      for (const [annotator, entry] of slot.latest.entries()) if (entry !== undefined && this.#entryText[entry] === UNREAD) yield { slot, user: this.annotators[annotator]!, entry };
     }
   }
 
-  /** The statistics task of these values, items in the order of `items`. */
+  /** The statistics task of these values, items in the order of `items`; texts numbered as they first appear there. */
   task(level: AgreementLevel, items: RatedItemSlot[]): AgreementTask {
-    const textIndex = new Map<string, number>();
+    const renumbered = new Int32Array(this.#texts.length).fill(-1);
     const texts: string[] = [];
     const itemStarts = new Int32Array(items.length + 1);
-    const entryAnnotator = new Int32Array(this.#count);
-    const entryText = new Int32Array(this.#count);
-    let entry = 0;
+    const entryAnnotator = new Int32Array(this.#entryId.length);
+    const entryText = new Int32Array(this.#entryId.length);
+    let next = 0;
     for (const [i, slot] of items.entries()) {
-      itemStarts[i] = entry;
-      for (const [annotator, record] of slot.latest.entries()) {
+      itemStarts[i] = next;
+      for (const [annotator, entry] of slot.latest.entries()) {
         // A record purged before its long value was read counts no more.
-        if (!record || record.text === null) continue;
-        let index = textIndex.get(record.text);
-        if (index === undefined) {
-          textIndex.set(record.text, (index = texts.length));
-          texts.push(record.text);
+        const held = entry === undefined ? UNREAD : this.#entryText[entry]!;
+        if (held === UNREAD) continue;
+        if (renumbered[held] === -1) {
+          renumbered[held] = texts.length;
+          texts.push(this.#texts[held]!);
         }
-        entryAnnotator[entry] = annotator;
-        entryText[entry++] = index;
+        entryAnnotator[next] = annotator;
+        entryText[next++] = renumbered[held]!;
       }
     }
-    itemStarts[items.length] = entry;
+    itemStarts[items.length] = next;
     return {
       level,
       annotators: this.annotators,
@@ -234,12 +267,7 @@ async function latestValues(db: SqlScope, items: QueueItems, scope: ValuesScope)
   };
   const latest = new LatestValues(scope.specName);
   const keep = async (chunk: RecordRead[]) => {
-    const calls = new Set<string>();
-    for (const record of chunk) {
-      if (record.svcCall !== null) calls.add(record.svcCall);
-      if (record.refCall !== null) calls.add(record.refCall);
-    }
-    await items.lookUp(calls, deadline);
+    await items.lookUp(chunk, deadline);
     for (const record of chunk) {
       const item = (record.svcCall === null ? undefined : items.get(record.svcCall)) ?? (record.refCall === null ? undefined : items.get(record.refCall));
       if (item) latest.add(item, record.user, record);
@@ -253,7 +281,7 @@ async function latestValues(db: SqlScope, items: QueueItems, scope: ValuesScope)
   for (let start = 0; start < unread.length; start += IDS_PER_READ) {
     deadline.check();
     const part = unread.slice(start, start + IDS_PER_READ);
-    const byId = new Map(part.map((entry) => [entry.record.id, entry]));
+    const byId = new Map(part.map((held) => [latest.idOf(held), held]));
     for (const [id, chars, text] of await valuesById(db, scope.projectId, [...byId.keys()])) {
       const held = byId.get(id)!;
       if (text === null) throw valueTooLong({ specName: scope.specName, callId: held.slot.callId, user: held.user, chars });
@@ -301,16 +329,27 @@ class QueueItems {
     this.#queue = queue;
   }
 
-  /** Makes the items of these calls known. */
-  async lookUp(calls: Set<string>, deadline: AgreementDeadline): Promise<void> {
+  /** Makes the items of the calls these records name known. */
+  async lookUp(records: RecordRead[], deadline: AgreementDeadline): Promise<void> {
     this.#complete ??= await this.#readAll(deadline);
     if (this.#complete) return;
-    const unknown = [...calls].filter((callId) => !this.#known.has(callId));
-    if (!unknown.length) return;
+    const unknownOf = () => {
+      const unknown = new Set<string>();
+      for (const { svcCall, refCall } of records) {
+        if (svcCall !== null && !this.#known.has(svcCall)) unknown.add(svcCall);
+        if (refCall !== null && !this.#known.has(refCall)) unknown.add(refCall);
+      }
+      return unknown;
+    };
+    let unknown = unknownOf();
+    if (!unknown.size) return;
     deadline.check();
-    if (this.#known.size + unknown.length > MAX_KNOWN_CALLS) this.#known.clear();
+    if (this.#known.size + unknown.size > MAX_KNOWN_CALLS) {
+      this.#known.clear();
+      unknown = unknownOf();
+    }
     for (const callId of unknown) this.#known.set(callId, null);
-    for (const [id, callId, createdMs] of await liveItems(this.#db, { ...this.#queue, callIds: unknown })) this.#known.set(callId, { id, callId, createdMs });
+    for (const [id, callId, createdMs] of await liveItems(this.#db, { ...this.#queue, callIds: [...unknown] })) this.#known.set(callId, { id, callId, createdMs });
   }
 
   /** Reads every item while there are at most QUEUE_READ_LIMIT; whether it did. */
@@ -336,8 +375,11 @@ class QueueItems {
 
 /** The pieces of the statement that reads a spec's records: the call ids of its two refs, and its filter. */
 type RecordsSql = { svcCall: Statement; refCall: Statement; where: Statement };
-/** A record as read: its annotator, the call ids of its refs (null where a ref names no call of the project), and what Latest holds. */
-type RecordRead = Latest & { user: string; svcCall: string | null; refCall: string | null };
+/**
+ * A record as read: its annotator, the call ids of its refs (null where a ref names no call of
+ * the project), its time and id, and its value's JSON text (null while unread: a long payload).
+ */
+type RecordRead = { user: string; svcCall: string | null; refCall: string | null; createdMs: number; id: string; text: string | null };
 /** A RecordRead as SQLite's JSON array of a chunk holds it. */
 type RecordTuple = [user: string, svcCall: string | null, refCall: string | null, createdMs: number, id: string, text: string | null];
 
