@@ -21,6 +21,13 @@ import { measureSequence, type PlannedRequest, type SequenceMeasurement } from '
 // 321–634/587–1,581 ms, PostgreSQL 362–831/596–1,458 ms. PostgreSQL's backend CPU per request,
 // once it has analysed the table (before that it reads by the index either way): 236–259 →
 // 101–105 ms; SQLite's query CPU per spec: 69–80 → 46–51 ms.
+// Later, on a slower 2-core machine (other work beside it, load 5–8, 10 requests in a row, mean
+// per request): SQLite 709–840 ms, PostgreSQL 957–1,371 ms with the records first kept per pair
+// of call ids, the items looked up 5,000 calls per statement for each spec (on PostgreSQL without
+// statistics each lookup read every item of the queue) and the specs' statistics after their
+// reads; 339–434 and 448–574 ms with the records kept by item per chunk, the queue's items read
+// once per request, the latest values held in columns, and one spec's statistics computed while
+// the next is read.
 
 const CONNECTIONS = 1;
 const TARGET_P95_MS = 500;
