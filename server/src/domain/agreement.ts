@@ -99,24 +99,26 @@ type RatedItemSlot = RatedItem & { latest: number[] };
 /** A latest record as held: its item, its annotator, its entry. */
 type HeldRecord = { slot: RatedItemSlot; user: string; entry: number };
 
-/** An entry's text index while its value is unread (a long payload). */
-const UNREAD = -1;
+/** Value texts LatestValues holds one copy of, at most (of at most SHARED_TEXT_CHARS each): labels and numbers. */
+const SHARED_TEXTS = 10_000;
+const SHARED_TEXT_CHARS = 256;
 
 /**
  * Each annotator's latest record per item of one spec, as the records are read (in any order),
  * holding at most MAX_VALUES records and MAX_VALUES_CHARS of their values' JSON text. A latest
- * record is an entry in columns (time, id, value text by index; equal texts held once): no object
- * per value for the garbage collector to copy and promote, only its id.
+ * record is an entry in columns (time, id, value text, null while unread: a long payload), and
+ * equal short texts are held once: no object per value for the garbage collector to copy and
+ * promote, only its id and the texts that differ.
  */
 class LatestValues {
   readonly annotators: string[] = [];
   readonly #annotatorIndex = new Map<string, number>();
   readonly items = new Map<string, RatedItemSlot>();
   #entryCreatedMs = new Float64Array(1024);
-  #entryText = new Int32Array(1024);
   readonly #entryId: string[] = [];
-  readonly #texts: string[] = [];
-  readonly #textIndex = new Map<string, number>();
+  readonly #entryText: (string | null)[] = [];
+  /** At most SHARED_TEXTS texts, each the one copy held of its value (replaced values' texts included: hence the bound). */
+  readonly #shared = new Map<string, string>();
   #chars = 0;
   readonly #specName: string;
 
@@ -137,31 +139,21 @@ class LatestValues {
     if (entry !== undefined) {
       const heldMs = this.#entryCreatedMs[entry]!;
       if (!(record.createdMs !== heldMs ? record.createdMs > heldMs : record.id > this.#entryId[entry]!)) return;
-      this.#chars -= this.#textOf(entry)?.length ?? 0;
+      this.#chars -= this.#entryText[entry]?.length ?? 0;
     } else {
       entry = this.#entryId.length;
       if (entry >= MAX_VALUES) throw tooManyValues(this.#specName);
-      if (entry === this.#entryText.length) this.#grow();
+      if (entry === this.#entryCreatedMs.length) {
+        const grown = new Float64Array(entry * 2);
+        grown.set(this.#entryCreatedMs);
+        this.#entryCreatedMs = grown;
+      }
       slot.latest[annotator] = entry;
     }
     this.#entryCreatedMs[entry] = record.createdMs;
     this.#entryId[entry] = record.id;
-    this.#entryText[entry] = UNREAD;
+    this.#entryText[entry] = null;
     if (record.text !== null) this.#setText(slot, user, entry, record.text);
-  }
-
-  #grow(): void {
-    const createdMs = new Float64Array(this.#entryCreatedMs.length * 2);
-    createdMs.set(this.#entryCreatedMs);
-    this.#entryCreatedMs = createdMs;
-    const text = new Int32Array(this.#entryText.length * 2);
-    text.set(this.#entryText);
-    this.#entryText = text;
-  }
-
-  #textOf(entry: number): string | undefined {
-    const index = this.#entryText[entry]!;
-    return index === UNREAD ? undefined : this.#texts[index];
   }
 
   /** The feedback id of a latest record. */
@@ -178,24 +170,24 @@ class LatestValues {
     if (text.length > MAX_VALUE_CHARS) throw valueTooLong({ specName: this.#specName, callId: slot.callId, user, chars: text.length });
     this.#chars += text.length;
     if (this.#chars > MAX_VALUES_CHARS) throw tooManyChars(this.#specName);
-    let index = this.#textIndex.get(text);
-    if (index === undefined) {
-      this.#textIndex.set(text, (index = this.#texts.length));
-      this.#texts.push(text);
+    let shared = text.length <= SHARED_TEXT_CHARS ? this.#shared.get(text) : text;
+    if (shared === undefined) {
+      shared = text;
+      if (this.#shared.size < SHARED_TEXTS) this.#shared.set(text, text);
     }
-    this.#entryText[entry] = index;
+    this.#entryText[entry] = shared;
   }
 
   /** The records whose value is still unread. */
   *unread(): Generator<HeldRecord> {
     for (const slot of this.items.values()) {
-      for (const [annotator, entry] of slot.latest.entries()) if (entry !== undefined && this.#entryText[entry] === UNREAD) yield { slot, user: this.annotators[annotator]!, entry };
+      for (const [annotator, entry] of slot.latest.entries()) if (entry !== undefined && this.#entryText[entry] === null) yield { slot, user: this.annotators[annotator]!, entry };
     }
   }
 
-  /** The statistics task of these values, items in the order of `items`; texts numbered as they first appear there. */
+  /** The statistics task of these values, items in the order of `items`. */
   task(level: AgreementLevel, items: RatedItemSlot[]): AgreementTask {
-    const renumbered = new Int32Array(this.#texts.length).fill(-1);
+    const textIndex = new Map<string, number>();
     const texts: string[] = [];
     const itemStarts = new Int32Array(items.length + 1);
     const entryAnnotator = new Int32Array(this.#entryId.length);
@@ -205,14 +197,15 @@ class LatestValues {
       itemStarts[i] = next;
       for (const [annotator, entry] of slot.latest.entries()) {
         // A record purged before its long value was read counts no more.
-        const held = entry === undefined ? UNREAD : this.#entryText[entry]!;
-        if (held === UNREAD) continue;
-        if (renumbered[held] === -1) {
-          renumbered[held] = texts.length;
-          texts.push(this.#texts[held]!);
+        const text = entry === undefined ? null : this.#entryText[entry]!;
+        if (text === null) continue;
+        let index = textIndex.get(text);
+        if (index === undefined) {
+          textIndex.set(text, (index = texts.length));
+          texts.push(text);
         }
         entryAnnotator[next] = annotator;
-        entryText[next++] = renumbered[held]!;
+        entryText[next++] = index;
       }
     }
     itemStarts[items.length] = next;
