@@ -14,7 +14,4 @@ export const ErrorBody = z
   .meta({ id: 'Error' });
 export type ErrorBody = z.infer<typeof ErrorBody>;
 
-/** A field's path as people read it: `batch[3].payload.note`. */
-export function fieldPath(path: readonly PropertyKey[]): string {
-  return path.map((part) => (typeof part === 'number' ? `[${part}]` : `.${String(part)}`)).join('').replace(/^\./, '');
-}
+export { fieldPath } from './field-path.ts';

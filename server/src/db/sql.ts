@@ -67,12 +67,17 @@ export async function sqliteArrays(db: SqlScope, statement: Statement): Promise<
   const held = db.heldSqlite;
   if (held) return held.arrays(sql).all(params);
   const platform = db.getPlatform();
-  const sqlite = platform instanceof SqlitePlatform ? heldDatabase(platform) : undefined;
-  if (!sqlite) throw new Error('sqliteArrays runs on SQLite only');
+  if (!(platform instanceof SqlitePlatform)) throw new Error('sqliteArrays runs on SQLite only');
+  // The database is known once Kysely has opened its connection (this may be the first statement).
+  const read = () => {
+    const sqlite = heldDatabase(platform);
+    if (!sqlite) throw new Error('sqliteArrays: the SQLite connection is not open');
+    return sqlite.arrays(sql).all(params);
+  };
   const kysely = db.getKysely();
   // Inside the entity manager's transaction this flow holds the connection already.
-  if (kysely.isTransaction) return sqlite.arrays(sql).all(params);
-  return kysely.connection().execute(async () => sqlite.arrays(sql).all(params));
+  if (kysely.isTransaction) return read();
+  return kysely.connection().execute(async () => read());
 }
 
 /** Runs a write and returns how many rows it changed. */

@@ -1,6 +1,6 @@
-import { sqlRows, type SqlScope } from '../db/sql.ts';
+import { onPostgres, sqliteArrays, sqlRows, type SqlScope } from '../db/sql.ts';
 import { sql, type Statement } from '../db/statement.ts';
-import { bodyWeight, measureJson } from './json-shape.ts';
+import { bodyWeight, measureJsonText } from './json-shape.ts';
 import { DomainError, tooLarge } from './errors.ts';
 
 // Every answer that lists rows holds at most a byte budget of JSON (LOUPE_MAX_RESPONSE_BYTES): a
@@ -17,6 +17,16 @@ export type AnswerRoom = (bytes: number) => Promise<boolean>;
 
 /** A row's id and size, as its query's size statement gives them. */
 type SizedRow = { id: string; bytes: number | string | bigint };
+
+/**
+ * The ids and sizes a statement selects. On SQLite as arrays of values, made into rows here: rows
+ * with named properties from the driver took a page of 2,000 feedback records 2 ms longer (1 µs a
+ * row, a seventh of the query).
+ */
+async function sizedRows(db: SqlScope, statement: Statement): Promise<SizedRow[]> {
+  if (onPostgres(db)) return sqlRows<SizedRow>(db, statement);
+  return (await sqliteArrays(db, statement)).map(([id, bytes]) => ({ id: id as string, bytes: bytes as number }));
+}
 
 /** The 503 for an answer that found no room in the heap the server shares between bodies and answers. */
 export function answersBusy(): DomainError {
@@ -113,16 +123,16 @@ export async function budgetedPage<W, R>(query: PageQuery, read: PageRead<W, R>)
     ? sql`select ${id} as id, ${bytes} as bytes from ${from}
            where (${key}) in (select ${key} from ${query.keysFrom ?? from} where ${where} order by ${order} limit ${count} offset ${query.offset}) order by ${order}`
     : sql`select ${id} as id, ${bytes} as bytes from ${from} where ${where} order by ${order} limit ${count}`;
-  const sizes = await sqlRows<SizedRow>(db, statement);
+  const sizes = await sizedRows(db, statement);
   const fit = rowsThatFit(sizes.slice(0, query.limit), query.budget, query.name);
   if (!fit) return { rows: [], more: sizes.length > 0 };
   // Heap for what is about to be read, shared with the other answers and bodies in flight.
   if (!(await query.room(sizes.slice(0, fit).reduce((sum, size) => sum + Number(size.bytes), 0)))) throw answersBusy();
-  const fetched = new Map((await read.rows(sizes.slice(0, fit).map((row) => row.id))).map((row) => [read.id(row), row]));
+  const fetched = inPageOrder(await read.rows(sizes.slice(0, fit).map((row) => row.id)), read.id);
   const rows: R[] = [];
   let total = 0;
   for (const size of sizes.slice(0, fit)) {
-    const row = fetched.get(size.id);
+    const row = fetched(size.id);
     if (!row) continue; // deleted since it was weighed
     const weight = Number(size.bytes) + read.density(row);
     if (!rows.length && weight > query.budget) throw rowTooLarge(query.name(size.id), weight, query.budget);
@@ -134,6 +144,26 @@ export async function budgetedPage<W, R>(query: PageQuery, read: PageRead<W, R>)
 }
 
 /**
+ * The fetched row of each id, asked for in the page's order. Rows come back in their key's order,
+ * which is the page's when ids ascend with it (UUIDv7s, the CLI's derived ids): they are then
+ * taken in step, and looked up by id only once the orders part (a map of a page's 2,000 ids took
+ * 0.3–0.5 µs a row, 4 % of the query).
+ */
+function inPageOrder<W>(fetched: readonly W[], idOf: (row: W) => string): (id: string) => W | undefined {
+  let next = 0;
+  let byId: Map<string, W> | undefined;
+  return (id) => {
+    const row = fetched[next];
+    if (!byId && row !== undefined && idOf(row) === id) {
+      next++;
+      return row;
+    }
+    byId ??= new Map(fetched.map((each) => [idOf(each), each]));
+    return byId.get(id);
+  };
+}
+
+/**
  * What a JSON text costs in the heap beyond its length, in bytes of the budget: parsed, each
  * object or array takes far more than its two characters (`[[],[],…]` is 3 bytes of text per
  * array, each array ~60 bytes of heap, and output validation may copy it), each value a little
@@ -142,8 +172,8 @@ export async function budgetedPage<W, R>(query: PageQuery, read: PageRead<W, R>)
  */
 export function jsonDensity(text: string | null): number {
   if (text === null) return 0;
-  const bytes = Buffer.from(text);
-  return bodyWeight(bytes.length, measureJson(bytes, Number.POSITIVE_INFINITY)) / 4 - bytes.length;
+  // The weight's length term cancels out here, so the text's own length serves as well as its bytes'.
+  return bodyWeight(text.length, measureJsonText(text)) / 4 - text.length;
 }
 
 /**

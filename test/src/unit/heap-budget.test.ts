@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { HeapBudget } from '../../../server/src/domain/heap-budget.ts';
-import { bodyWeight, JsonMeter, measureJson } from '../../../server/src/domain/json-shape.ts';
+import { bodyWeight, JsonMeter, measureJson, measureJsonText } from '../../../server/src/domain/json-shape.ts';
 
 describe('HeapBudget', () => {
   const tick = () => new Promise((resolve) => setTimeout(resolve, 0));
@@ -144,6 +144,18 @@ describe('measureJson', () => {
   it('weighs tiny values far above their bytes', () => {
     const objects = `[${Array(1000).fill('{}').join(',')}]`;
     expect(bodyWeight(objects.length, measureJson(Buffer.from(objects), 64))).toBeGreaterThan(50 * objects.length);
+  });
+});
+
+describe('measureJsonText', () => {
+  it('measures a text held as a string as measureJson measures its UTF-8 bytes, escapes and non-ASCII included', () => {
+    const texts = [
+      JSON.stringify({ a: [1, 2, { b: 'x,{[' }], c: 'quote \\" inside, \\\\', d: [], e: '\\\\\\"]}', f: [[{}]] }),
+      JSON.stringify({ 'ké"y': ['é😀",[', { '\\': [null, true] }], z: '\\"' }),
+      '{"open": "never closed, [',
+      '[[[',
+    ];
+    for (const text of texts) expect(measureJsonText(text), text).toEqual(measureJson(Buffer.from(text), Number.POSITIVE_INFINITY));
   });
 });
 

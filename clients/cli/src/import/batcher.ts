@@ -1,4 +1,4 @@
-import { fieldPath } from '@loupe/shared';
+import { fieldPath } from '@loupe/shared/field-path';
 import { describeFailure, type Failure } from '../errors.ts';
 import { withRetry, type RetryPolicy } from '../retry.ts';
 

