@@ -31,9 +31,17 @@ export function signatureHeader(secrets: readonly string[], { id, timestamp, bod
 /** A stored secret that cannot be opened: sealed under another server secret (LOUPE_SECRET changed). */
 export class UnreadableSecret extends Error {}
 
-/** Seals and opens signing secrets under a key derived from the server secret for this one use. */
+/** Opened secrets a box keeps, by their sealed form: every webhook a process delivers to, in practice. */
+const OPENED_KEPT = 1_000;
+
+/**
+ * Seals and opens signing secrets under a key derived from the server secret for this one use.
+ * What it opens it keeps (bounded): every attempt opens its webhook's secret, and deciphering it
+ * each time was 0.4 ms of server CPU per feedback batch with two webhooks, 1.5 % of the batch.
+ */
 export class SecretBox {
   readonly #key: Buffer;
+  readonly #opened = new Map<string, string>();
 
   constructor(serverSecret: string) {
     this.#key = Buffer.from(hkdfSync('sha256', serverSecret, 'loupe', 'webhook signing secrets v1', 32));
@@ -47,6 +55,16 @@ export class SecretBox {
   }
 
   open(stored: string): string {
+    const kept = this.#opened.get(stored);
+    if (kept !== undefined) return kept;
+    const secret = this.#decipher(stored);
+    // The oldest opened goes first; a sealed form is random (its IV), so old ones are not asked for again.
+    if (this.#opened.size >= OPENED_KEPT) this.#opened.delete(this.#opened.keys().next().value!);
+    this.#opened.set(stored, secret);
+    return secret;
+  }
+
+  #decipher(stored: string): string {
     const [version, data] = stored.split('.');
     if (version !== SEALED_VERSION || !data) throw new UnreadableSecret('the stored secret is not in a known form');
     const bytes = Buffer.from(data, 'base64url');
