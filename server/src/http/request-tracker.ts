@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { newId } from '../domain/ids.ts';
-import { bindRequestLog, type Logger } from '../log.ts';
+import { accessLogger, bindRequestLog, type AccessLine, type Logger } from '../log.ts';
 import type { Metrics } from './metrics.ts';
 import { OIDC_CALLBACK_PATH } from './oidc-routes.ts';
 
@@ -29,11 +29,13 @@ export class RequestTracker {
   #open = 0;
   #drained: (() => void) | undefined;
   readonly #log: Logger;
+  readonly #access: (fields: AccessLine) => void;
   readonly #metrics: Metrics;
   readonly #routeOf: (method: string, path: string) => string;
 
   constructor(log: Logger, metrics: Metrics, routeOf: (method: string, path: string) => string) {
     this.#log = log;
+    this.#access = accessLogger(log);
     this.#metrics = metrics;
     this.#routeOf = routeOf;
   }
@@ -82,11 +84,14 @@ export class RequestTracker {
       const query = url.indexOf('?');
       const path = query < 0 ? url : url.slice(0, query);
       this.#metrics.observe(method, this.#routeOf(method, path), status, durationMs / 1000);
-      this.#log[status >= 500 ? 'error' : 'info'](
+      this.#access({
+        request_id: req.id!, // set by track
+        method,
         // A single sign-on callback's query is the provider's code and state: kept out of the log.
-        { request_id: req.id, method, url: path === OIDC_CALLBACK_PATH && query >= 0 ? `${path}?…` : url, status, duration_ms: Math.round(durationMs * 1000) / 1000 },
-        'request',
-      );
+        url: path === OIDC_CALLBACK_PATH && query >= 0 ? `${path}?…` : url,
+        status,
+        duration_ms: Math.round(durationMs * 1000) / 1000,
+      });
     } finally {
       if (--this.#open === 0 && this.#drained) {
         const drained = this.#drained;
