@@ -10,6 +10,19 @@ import type { Measurement } from './load.ts';
 
 export type Settings = { seconds: number; warmupSeconds: number; rounds: number; connections: number };
 
+/**
+ * Rounds per side, at least, of a comparison of Loupe with Loupe (a session cookie against a key,
+ * rules or webhooks against none): its ratio is expected near 1 and held to 0.85–0.95, while one
+ * round's rate on a machine that shares its CPUs moves by up to a fifth either way. More rounds
+ * bring the median nearer the true ratio, on either side of the target.
+ */
+export const SELF_COMPARISON_ROUNDS = 5;
+
+/** The rounds per side of a comparison of Loupe with Loupe: BENCH_ROUNDS, and at least SELF_COMPARISON_ROUNDS. */
+export function selfComparisonRounds(settings: Settings): number {
+  return Math.max(settings.rounds, SELF_COMPARISON_ROUNDS);
+}
+
 /** Medians over rounds of one side of a comparison. */
 export type Side = { rps: number; p50_ms: number; p99_ms: number; rounds: Measurement[] };
 /** `target`: the least ratio this comparison must reach, where it differs from its section's. */

@@ -4,11 +4,11 @@ import { createUserViaCli } from '../harness/child-server.ts';
 import { freshDatabase, postgresAvailable, type Backend } from '../harness/databases.ts';
 import { LATER_PROJECT } from './bench-rest.ts';
 import { startLoupe } from './child.ts';
-import { median, type Section, type Settings } from './report.ts';
+import { median, selfComparisonRounds, type Section, type Settings } from './report.ts';
 
 // Queue rules (contract 5.10) at work: calls/batch/create at batch 1,000 into a project whose
 // queues have 5 enabled rules (mixed filters, one sampling a tenth) against the same into a
-// project without rules, in alternating rounds of the same run; the rate a backfill considers
+// project without rules, in alternating rounds of the same run (SELF_COMPARISON_ROUNDS at least); the rate a backfill considers
 // stored calls; and a preview with 20 attribute conditions over a project of 1,000,000 calls
 // (BENCH_RULES_PREVIEW_CALLS), answered within the scan limit.
 
@@ -93,21 +93,21 @@ async function benchBackend(backend: Backend, settings: Settings, workDir: strin
     const send = (projectId: string) => async () => {
       await post(api, '/calls/batch/create', { batch: Array.from({ length: BATCH }, () => call(projectId, base)) });
     };
-    // Enough batches for a few seconds of work per round, at least 10.
-    const batches = Math.max(10, Math.round((settings.seconds * 8_000) / BATCH / 2));
-    const rate = async (projectId: string) => (batches * BATCH) / (await drive(batches, send(projectId)));
+    const rate = async (projectId: string, batches: number) => (batches * BATCH) / (await drive(batches, send(projectId)));
     await send(LATER_PROJECT)(); // neither measured project holds the greatest id
-    await rate(plain); // warm-up, discarded
-    await rate(ruled);
+    // Warm-up, discarded; its rate sizes the rounds: BENCH_SECONDS of work each, at least 10 batches.
+    const warmupBatches = Math.max(10, Math.round((settings.warmupSeconds * 8_000) / BATCH));
+    const warm = Math.min(await rate(plain, warmupBatches), await rate(ruled, warmupBatches));
+    const batches = Math.max(10, Math.round((warm * settings.seconds) / BATCH));
     const without: number[] = [];
     const withRules: number[] = [];
-    for (let round = 0; round < settings.rounds; round++) {
+    for (let round = 0; round < selfComparisonRounds(settings); round++) {
       if (round % 2 === 0) {
-        without.push(await rate(plain));
-        withRules.push(await rate(ruled));
+        without.push(await rate(plain, batches));
+        withRules.push(await rate(ruled, batches));
       } else {
-        withRules.push(await rate(ruled));
-        without.push(await rate(plain));
+        withRules.push(await rate(ruled, batches));
+        without.push(await rate(plain, batches));
       }
     }
     const comparison = {

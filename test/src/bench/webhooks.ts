@@ -5,12 +5,13 @@ import { freshDatabase, postgresAvailable, type Backend } from '../harness/datab
 import { LATER_PROJECT } from './bench-rest.ts';
 import { startLoupe, startScript } from './child.ts';
 import { cpuSeconds } from './process-cpu.ts';
-import { median, type Section, type Settings } from './report.ts';
+import { median, selfComparisonRounds, type Section, type Settings } from './report.ts';
 
 // Webhooks (contract 5.13) under load, on each database:
 // 1. The cost of the outbox on the write: feedback batches of 1,000 to a project with two webhooks
 //    subscribed to feedback.created, against a project with none, alternating rounds in the same
-//    run (records/s; target ratio ≥ 0.9). The delivery worker runs meanwhile, as in production.
+//    run (records/s; target ratio ≥ 0.9; SELF_COMPARISON_ROUNDS rounds at least). The delivery
+//    worker runs meanwhile, as in production.
 // 2. Delivery to a local receiver, single-record feedback writes to the project with two webhooks
 //    (each write one event to each): the capacity, events per second received end to end while 8
 //    clients write a burst as fast as they can; then a load sustained at half that capacity, paced
@@ -105,7 +106,8 @@ async function benchBackend(backend: Backend, settings: Settings, workDir: strin
     cpu[hooked] = [];
     const plainRates: number[] = [];
     const hookedRates: number[] = [];
-    for (let round = 0; round < settings.rounds; round++) {
+    const rounds = selfComparisonRounds(settings);
+    for (let round = 0; round < rounds; round++) {
       const order = round % 2 === 0 ? [plain, hooked] : [hooked, plain];
       for (const project of order) (project === plain ? plainRates : hookedRates).push(await measure(project));
     }
@@ -114,7 +116,7 @@ async function benchBackend(backend: Backend, settings: Settings, workDir: strin
 
     // 2. Delivery under load: let the batches' deliveries drain first, then write single records.
     // Two deliveries per event: the first write, the warm-up and every round's batches to the project with webhooks.
-    const batchDeliveries = 2 * (1 + batches * (1 + settings.rounds));
+    const batchDeliveries = 2 * (1 + batches * (1 + rounds));
     await waitFor(async () => (await receiver.received()) >= batchDeliveries, 60_000).catch(async () =>
       problems.push(`the batches' deliveries did not drain within 60 s (${await receiver.received()} of ${batchDeliveries})`),
     );

@@ -7,12 +7,13 @@ import { annotatorPool, type AnnotatorOptions, type AnnotatorPool } from './benc
 import { startLoupe, startScript, type Target } from './child.ts';
 import type { Owner } from './queue-fixture.ts';
 import { withCpu } from './process-cpu.ts';
-import { median, side, type Comparison, type Settings, type Side } from './report.ts';
+import { median, selfComparisonRounds, side, type Comparison, type Settings, type Side } from './report.ts';
 import { measureSequence, type PlannedRequest, type SequenceMeasurement } from './sequence-load.ts';
 
 // One write operation (progress, claim) measured on one database: Loupe (its own process) against
 // the hand-written baseline (its own process, same database, its own queues), warm-up discarded,
-// then BENCH_ROUNDS rounds in alternating order. The two never run at the same time. Before every
+// then BENCH_ROUNDS rounds in alternating order (at least SELF_COMPARISON_ROUNDS when the baseline
+// is Loupe itself). The two never run at the same time. Before every
 // run the workload makes sure the side has enough fresh targets for that run (set-up, unmeasured),
 // sized from the side's fastest measured rate, so that every measured request is a real write.
 
@@ -115,7 +116,8 @@ export async function runWriteComparison(bench: WriteBench, backend: Backend, se
     await run('loupe', settings.warmupSeconds);
     await run('baseline', settings.warmupSeconds);
     const rounds: Record<SideName, ServedMeasurement[]> = { loupe: [], baseline: [] };
-    for (let round = 0; round < settings.rounds; round++) {
+    const roundCount = bench.baseline === 'loupe' ? selfComparisonRounds(settings) : settings.rounds;
+    for (let round = 0; round < roundCount; round++) {
       const order: SideName[] = round % 2 === 0 ? ['loupe', 'baseline'] : ['baseline', 'loupe'];
       for (const name of order) rounds[name].push(await run(name, settings.seconds));
     }
