@@ -302,9 +302,10 @@ export const QueueRuleRecord = defineEntity({
 });
 
 /**
- * A rule's counts of one UTC day: its stats are their sums, and `added` is what max_items_per_day
- * is held against. Written in the transaction that adds the items (its row lock on PostgreSQL is
- * what keeps two concurrent writes under the cap).
+ * A rule's counts of one UTC day, in shards: its stats are their sums, and their `added` is what
+ * max_items_per_day is held against. Written in the transaction that adds the items: a capped
+ * rule counts in shard 0 (its row lock on PostgreSQL is what keeps two concurrent writes under
+ * the cap), an uncapped one in a shard each write picks (domain/rule-items.ts).
  */
 export const QueueRuleDayRecord = defineEntity({
   name: 'QueueRuleDayRecord',
@@ -313,6 +314,7 @@ export const QueueRuleDayRecord = defineEntity({
     ruleId: p.text().primary(),
     /** YYYY-MM-DD, UTC. */
     day: p.text().primary(),
+    shard: p.type('integer').primary(),
     considered: p.type('integer'),
     matched: p.type('integer'),
     sampledOut: p.type('integer'),

@@ -282,11 +282,11 @@ export type RuleOutcome = { considered: number; matched: number; sampledOut: num
  * The items the rules' matches add, with every rule's counts of the day: sampled, not in the queue
  * before (a deleted item counts: a rule never adds a call again), under the daily cap, into live
  * queues. Locks, in one order for every writer: the queues' write locks (shared), then the day rows
- * of the rules with a cap, in rule id order, before their room is read (PostgreSQL row locks held
- * to the commit: two concurrent writes never pass a cap together), then, last, the other rules'
- * day rows. A rule without a cap reads nothing of its day, so its row is written only at the end
- * of the write: concurrent writes wait for each other's commits there only, not through the
- * inserting of their items.
+ * of the rules with a cap (shard 0), in rule id order, before their room is read (PostgreSQL row
+ * locks held to the commit: two concurrent writes never pass a cap together), then, last, the
+ * other rules' day rows, in the shard this write picked. A rule without a cap reads nothing of its
+ * day, so its row is written only at the end of the write, and concurrent writes wait for each
+ * other's commits there only when they picked the same shard (one in DAY_SHARDS).
  */
 export async function addRuleItems(
   tx: SqlScope,
@@ -310,7 +310,7 @@ export async function addRuleItems(
   const at = sqlDate(tx, now);
   const capped = ordered.filter(({ rule }) => rule.maxItemsPerDay !== null);
   // The capped rules' counts go in first: the statement that locks their rows answers their room.
-  const addedToday = capped.length ? await countDay(tx, { day, at, rows: capped.map(({ rule }) => ({ ruleId: rule.id, ...outcomes.get(rule.id)! })) }) : new Map<string, number>();
+  const addedToday = capped.length ? await countCapped(tx, { day, at, rows: capped.map(({ rule }) => ({ ruleId: rule.id, shard: 0, ...outcomes.get(rule.id)! })) }) : new Map<string, number>();
   const wanted: { rule: ActiveRule; callIds: string[] }[] = [];
   for (const [index, { rule }] of ordered.entries()) {
     const outcome = outcomes.get(rule.id)!;
@@ -335,34 +335,55 @@ export async function addRuleItems(
       data: { project_id: rule.projectId, queue_id: rule.queueId, item_ids: itemIds, rule_id: rule.id },
     });
   }
-  // Last: every uncapped rule's counts, and what the capped ones capped and added.
+  // Last: every uncapped rule's counts, in this write's shard, and what the capped ones capped and added.
+  const shard = 1 + Math.floor(Math.random() * DAY_SHARDS);
   const rows = ordered.flatMap(({ rule }) => {
     const outcome = outcomes.get(rule.id)!;
-    if (rule.maxItemsPerDay === null) return [{ ruleId: rule.id, ...outcome }];
-    return outcome.capped || outcome.added ? [{ ruleId: rule.id, considered: 0, matched: 0, sampledOut: 0, capped: outcome.capped, added: outcome.added }] : [];
+    if (rule.maxItemsPerDay === null) return [{ ruleId: rule.id, shard, ...outcome }];
+    return outcome.capped || outcome.added ? [{ ruleId: rule.id, shard: 0, considered: 0, matched: 0, sampledOut: 0, capped: outcome.capped, added: outcome.added }] : [];
   });
   if (rows.length) await countDay(tx, { day, at, rows });
   return outcomes;
 }
 
 /**
- * Adds a write's counts to the rules' rows of the day (made when missing), locking them in rule
- * id order; answers what each rule has added that day, this write's `added` included.
+ * Day rows of uncapped rules a write counts in, beside row 0 of the capped ones: concurrent writes
+ * to rules without a cap wait on one row only when they picked the same of these.
  */
-async function countDay(
-  tx: SqlScope,
-  { day, at, rows }: { day: string; at: unknown; rows: readonly ({ ruleId: string } & RuleOutcome)[] },
-): Promise<Map<string, number>> {
+const DAY_SHARDS = 8;
+
+/** A write's counts for one rule, and the shard of its day they go in. */
+type DayCounts = { ruleId: string; shard: number } & RuleOutcome;
+
+/**
+ * Adds a write's counts to the rules' rows of the day (made when missing), locking them in rule
+ * id order; answers what each rule has added that day in the rows written, this write's `added`
+ * included.
+ */
+async function countDay(tx: SqlScope, { day, at, rows }: { day: string; at: unknown; rows: readonly DayCounts[] }): Promise<Map<string, number>> {
   const values = rows.map((row) =>
-    sql`(${row.ruleId}, ${day}, ${row.considered}, ${row.matched}, ${row.sampledOut}, ${row.capped}, ${row.added}, ${row.added ? at : null})`);
+    sql`(${row.ruleId}, ${day}, ${row.shard}, ${row.considered}, ${row.matched}, ${row.sampledOut}, ${row.capped}, ${row.added}, ${row.added ? at : null})`);
   const days = await sqlRows<{ rule_id: string; added: number | string }>(tx,
-    sql`insert into queue_rule_days (rule_id, day, considered, matched, sampled_out, capped, added, last_added_at) values ${sql.join(values, ', ')}
-      on conflict (rule_id, day) do update set considered = queue_rule_days.considered + excluded.considered,
+    sql`insert into queue_rule_days (rule_id, day, shard, considered, matched, sampled_out, capped, added, last_added_at) values ${sql.join(values, ', ')}
+      on conflict (rule_id, day, shard) do update set considered = queue_rule_days.considered + excluded.considered,
         matched = queue_rule_days.matched + excluded.matched, sampled_out = queue_rule_days.sampled_out + excluded.sampled_out,
         capped = queue_rule_days.capped + excluded.capped, added = queue_rule_days.added + excluded.added,
         last_added_at = coalesce(excluded.last_added_at, queue_rule_days.last_added_at)
       returning rule_id, added`);
   return new Map(days.map((row) => [row.rule_id, Number(row.added)]));
+}
+
+/**
+ * Counts the capped rules' write in their row 0, locking it, and answers what each has added that
+ * day: that row, and the other shards, which hold what it added before it had a cap.
+ */
+async function countCapped(tx: SqlScope, { day, at, rows }: { day: string; at: unknown; rows: readonly DayCounts[] }): Promise<Map<string, number>> {
+  const added = await countDay(tx, { day, at, rows });
+  const earlier = await sqlRows<{ rule_id: string; added: number | string }>(tx,
+    sql`select rule_id, sum(added) as added from queue_rule_days
+      where rule_id in (${sql.list(rows.map((row) => row.ruleId))}) and day = ${day} and shard <> 0 group by rule_id`);
+  for (const row of earlier) added.set(row.rule_id, (added.get(row.rule_id) ?? 0) + Number(row.added));
+  return added;
 }
 
 /** No item of the call in the queue, live or deleted, each kind through its own partial index. Columns are the code's own. */

@@ -440,6 +440,24 @@ describeEachBackend('queue rules', (backend) => {
     expect((await readRule(server, member.api_key, projectId, queueId, rule.id)).stats).toMatchObject({ considered: 80, matched: 80, added: 25, capped: 55 });
   });
 
+  it('counts concurrent writes of an uncapped rule in the day rows they pick, and a cap set later holds what they added', async () => {
+    const projectId = `acme/${uniqueId('shards')}`;
+    const queueId = await createQueue(server, member.api_key, projectId);
+    const rule = await createRule(server, member.api_key, projectId, queueId, {});
+    await Promise.all(
+      Array.from({ length: 8 }, (_, b) => createCalls(server, member.api_key, projectId, Array.from({ length: 10 }, (_, i) => ({ id: `s${b}-${i}` })))),
+    );
+    expect((await readRule(server, member.api_key, projectId, queueId, rule.id)).stats).toMatchObject({ considered: 80, matched: 80, added: 80, capped: 0 });
+    const rows = await stored<{ shard: number | string; added: number | string }>(sql`select shard, added from queue_rule_days where rule_id = ${rule.id}`);
+    expect(rows.every((row) => Number(row.shard) >= 1 && Number(row.shard) <= 8)).toBe(true);
+    expect(rows.reduce((sum, row) => sum + Number(row.added), 0)).toBe(80);
+    // Capped at 85 today: the 80 added in those rows count, 5 more get in.
+    expect((await updateRule(server, member.api_key, projectId, queueId, rule.id, { max_items_per_day: 85 })).status).toBe(200);
+    await createCalls(server, member.api_key, projectId, Array.from({ length: 10 }, (_, i) => ({ id: `t${i}` })));
+    expect(await itemsOf(projectId, queueId)).toHaveLength(85);
+    expect((await readRule(server, member.api_key, projectId, queueId, rule.id)).stats).toMatchObject({ considered: 90, matched: 90, added: 85, capped: 5 });
+  });
+
   it('previews a filter over the stored calls within its scan limit; at sample_rate 1 exactly what a backfill then adds', async () => {
     const projectId = `acme/${uniqueId('preview')}`;
     const queueId = await createQueue(server, member.api_key, projectId);

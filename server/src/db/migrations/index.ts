@@ -18,6 +18,7 @@ import * as pg16 from './postgresql/Migration0016CallFilterIndexes.ts';
 import * as pg17 from './postgresql/Migration0017People.ts';
 import * as pg18 from './postgresql/Migration0018UserIdentities.ts';
 import * as pg19 from './postgresql/Migration0019WebhookPayloadCompression.ts';
+import * as pg20 from './postgresql/Migration0020RuleDayShards.ts';
 import * as sqlite1 from './sqlite/Migration0001Foundation.ts';
 import * as sqlite2 from './sqlite/Migration0002Calls.ts';
 import * as sqlite3 from './sqlite/Migration0003AnnotationQueues.ts';
@@ -37,6 +38,7 @@ import * as sqlite16 from './sqlite/Migration0016CallFilterIndexes.ts';
 import * as sqlite17 from './sqlite/Migration0017People.ts';
 import * as sqlite18 from './sqlite/Migration0018UserIdentities.ts';
 import * as sqlite19 from './sqlite/Migration0019WebhookPayloadCompression.ts';
+import * as sqlite20 from './sqlite/Migration0020RuleDayShards.ts';
 
 // Listed explicitly (no folder scan) so the same list works from source and from any bundle.
 // Each dialect has its own SQL; names are shared so a deployment's history reads the same on both.
@@ -47,6 +49,6 @@ const list = (...modules: Record<string, MigrationObject['class']>[]): Migration
   });
 
 export const migrations: Record<'sqlite' | 'postgresql', MigrationObject[]> = {
-  sqlite: list(sqlite1, sqlite2, sqlite3, sqlite4, sqlite5, sqlite6, sqlite7, sqlite8, sqlite9, sqlite10, sqlite11, sqlite12, sqlite13, sqlite14, sqlite15, sqlite16, sqlite17, sqlite18, sqlite19),
-  postgresql: list(pg1, pg2, pg3, pg4, pg5, pg6, pg7, pg8, pg9, pg10, pg11, pg12, pg13, pg14, pg15, pg16, pg17, pg18, pg19),
+  sqlite: list(sqlite1, sqlite2, sqlite3, sqlite4, sqlite5, sqlite6, sqlite7, sqlite8, sqlite9, sqlite10, sqlite11, sqlite12, sqlite13, sqlite14, sqlite15, sqlite16, sqlite17, sqlite18, sqlite19, sqlite20),
+  postgresql: list(pg1, pg2, pg3, pg4, pg5, pg6, pg7, pg8, pg9, pg10, pg11, pg12, pg13, pg14, pg15, pg16, pg17, pg18, pg19, pg20),
 };
