@@ -67,7 +67,7 @@ async function serve({ config, log, catalog, parts }: Serving, unlock = () => {}
   const box = new SecretBox(secret);
   const resolve = parts.resolveHost ?? systemResolve;
   const worker = new DeliveryWorker({ db: orm.em, settings: config.webhooks, box, resolve, log });
-  const queueEvents = createQueueEvents(config, log, worker);
+  const queueEvents = createQueueEvents({ config, db: orm.em, log, webhooks: worker });
   const { backfillChunk: chunk, backfillPauseMs: pauseMs, backfillPollMs: pollMs, backfillLeaseMs: leaseMs } = config.rules;
   const ruleBackfills = new RuleBackfillWorker({ db: orm.em, events: queueEvents, log, settings: { chunk, pauseMs, pollMs, leaseMs } });
   const services: Services = {

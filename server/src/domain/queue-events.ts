@@ -12,10 +12,10 @@ export type QueueBusEvent = z.infer<typeof QueueBusEvent>;
 
 /**
  * What a write does with the events it causes: `publish` inside its transaction, `committed` once
- * the transaction has committed. Only one of them does anything, depending on the database:
- * PostgreSQL sends a NOTIFY in the transaction (the database delivers it to every server process
- * if and only if the transaction commits); SQLite, which only one process can serve, hands the
- * events to this process's subscribers after the commit. events/ implements it. A write that
+ * the transaction has committed. The server's buses (events/) act on `committed` only: on
+ * PostgreSQL a NOTIFY of the committed writes' events, which the database delivers to every server
+ * process; on SQLite, which only one process can serve, a hand-over to this process's
+ * subscribers. The admin tool's writes NOTIFY in their transaction (`publish`). A write that
  * wrote webhook events says so after its commit (WebhookWake).
  */
 export type QueueEventPublisher = WebhookWake & {
@@ -35,8 +35,8 @@ export function queueEvent(type: AnnotationQueueEvent['type'], { projectId, queu
 
 /**
  * `sqlTransaction` for a write that changes queues: the events `work` records are published
- * inside the transaction (PostgreSQL NOTIFY) and handed on after it commits (SQLite); their
- * webhook announcements are written to the outbox in the same transaction (webhook-outbox.ts).
+ * inside the transaction and handed on after it commits (QueueEventPublisher); their webhook
+ * announcements are written to the outbox in the same transaction (webhook-outbox.ts).
  * A write that fails publishes and announces nothing.
  */
 export async function publishingTransaction<T>(db: SqlScope, events: QueueEventPublisher, work: (tx: SqlScope, record: RecordEvent) => Promise<T>): Promise<T> {

@@ -1,4 +1,5 @@
 import type { Config } from '../config.ts';
+import type { SqlScope } from '../db/sql.ts';
 import { dialectOf } from '../db/orm.ts';
 import type { Logger } from '../log.ts';
 import type { WebhookWake } from '../domain/webhook-outbox.ts';
@@ -7,11 +8,11 @@ import { postgresQueueEvents } from './postgres-queue-events.ts';
 import type { QueueEventBus } from './queue-event-bus.ts';
 
 /**
- * The queue event bus for the configured database (see the two implementations). Writes reach
- * this process's webhook delivery worker through it (`webhooks`).
+ * The queue event bus for the configured database (see the two implementations), `db` its pool.
+ * Writes reach this process's webhook delivery worker through it (`webhooks`).
  */
-export function createQueueEvents(config: Config, log: Logger, webhooks: WebhookWake): QueueEventBus {
+export function createQueueEvents({ config, db, log, webhooks }: { config: Config; db: SqlScope; log: Logger; webhooks: WebhookWake }): QueueEventBus {
   return dialectOf(config.databaseUrl) === 'sqlite'
     ? memoryQueueEvents(webhooks)
-    : postgresQueueEvents({ databaseUrl: config.databaseUrl, connectMs: config.dbTimeouts.connectMs, log, webhooks });
+    : postgresQueueEvents({ db, databaseUrl: config.databaseUrl, connectMs: config.dbTimeouts.connectMs, log, webhooks });
 }
