@@ -296,7 +296,7 @@ describeEachBackend('queue rules', (backend) => {
     expect((await readRule(server, member.api_key, projectId, disabledQueue, disabled.id)).stats.considered).toBe(0);
   });
 
-  it('samples deterministically: the share is within three standard errors of the rate, and each choice is the hash of (rule, call)', async () => {
+  it('samples deterministically: the share is within four standard errors of the rate, and each choice is the hash of (rule, call)', async () => {
     const projectId = `acme/${uniqueId('sample')}`;
     const queueId = await createQueue(server, member.api_key, projectId);
     const rate = 0.05;
@@ -306,7 +306,9 @@ describeEachBackend('queue rules', (backend) => {
     await createCalls(server, member.api_key, projectId, calls);
     const added = await callIdsOf(projectId, queueId);
     const standardError = Math.sqrt((rate * (1 - rate)) / n);
-    expect(Math.abs(added.length / n - rate)).toBeLessThan(3 * standardError);
+    // The rule's id is new each run, so its share is one draw: beyond three standard errors once in
+    // 370 runs (CI saw 3.16), beyond four once in 16,000. The exact choice is checked next.
+    expect(Math.abs(added.length / n - rate)).toBeLessThan(4 * standardError);
     expect(added).toEqual(calls.map((call) => call.id).filter((id) => referenceSampled(rule.id, id, rate)).sort());
     expect((await readRule(server, member.api_key, projectId, queueId, rule.id)).stats).toMatchObject({
       considered: n, matched: n, sampled_out: n - added.length, capped: 0, added: added.length,
