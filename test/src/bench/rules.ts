@@ -8,9 +8,9 @@ import { median, selfComparisonRounds, type Section, type Settings } from './rep
 
 // Queue rules (contract 5.10) at work: calls/batch/create at batch 1,000 into a project whose
 // queues have 5 enabled rules (mixed filters, one sampling a tenth) against the same into a
-// project without rules, in alternating rounds of the same run (SELF_COMPARISON_ROUNDS at least); the rate a backfill considers
-// stored calls; and a preview with 20 attribute conditions over a project of 1,000,000 calls
-// (BENCH_RULES_PREVIEW_CALLS), answered within the scan limit.
+// project without rules, in alternating rounds of the same run (SELF_COMPARISON_ROUNDS at
+// least); the rate a backfill considers stored calls; and a preview with 20 attribute conditions
+// over a project of 1,000,000 calls (BENCH_RULES_PREVIEW_CALLS), answered within the scan limit.
 
 const TARGET_RATIO = 0.85;
 const PREVIEW_TARGET_MS = 2_000;

@@ -13,9 +13,9 @@ import { measureSequence, type PlannedRequest, type SequenceMeasurement } from '
 // One write operation (progress, claim) measured on one database: Loupe (its own process) against
 // the hand-written baseline (its own process, same database, its own queues), warm-up discarded,
 // then BENCH_ROUNDS rounds in alternating order (at least SELF_COMPARISON_ROUNDS when the baseline
-// is Loupe itself). The two never run at the same time. Before every
-// run the workload makes sure the side has enough fresh targets for that run (set-up, unmeasured),
-// sized from the side's fastest measured rate, so that every measured request is a real write.
+// is Loupe itself). The two never run at the same time. Before every run the workload makes sure
+// the side has enough fresh targets for that run (set-up, unmeasured), sized from the side's
+// fastest measured rate, so that every measured request is a real write.
 
 export const ENTITY = 'bench';
 export type SideName = 'loupe' | 'baseline';
