@@ -186,6 +186,14 @@ export function onPostgres(db: SqlScope): boolean {
   return !(db.getPlatform() instanceof SqlitePlatform);
 }
 
+/**
+ * PostgreSQL: a FROM item that turns `synchronous_commit` off until the end of the statement's
+ * own transaction, whose commit then does not wait for its log to reach the disk. For statements
+ * outside a write's transaction whose loss in a crash costs nothing lasting (a delivery recorded
+ * again, a notification).
+ */
+export const UNSYNCED_COMMIT = sql`(select set_config('synchronous_commit', 'off', true)) as unsynced`;
+
 /** Row locks exist on PostgreSQL; SQLite serialises transactions on its one connection instead. `clause` is the code's own. */
 export function lockClause(db: SqlScope, clause: string): Statement {
   return sql`${sql.raw(onPostgres(db) ? ` ${clause}` : '')}`;

@@ -310,7 +310,7 @@ export async function addRuleItems(
   const at = sqlDate(tx, now);
   const capped = ordered.filter(({ rule }) => rule.maxItemsPerDay !== null);
   // The capped rules' counts go in first: the statement that locks their rows answers their room.
-  const addedToday = capped.length ? await countCapped(tx, { day, at, rows: capped.map(({ rule }) => ({ ruleId: rule.id, shard: 0, ...outcomes.get(rule.id)! })) }) : new Map<string, number>();
+  const addedToday = capped.length ? await countCapped(tx, { day, at, rows: capped.map(({ rule }) => ({ ruleId: rule.id, shard: CAPPED_SHARD, ...outcomes.get(rule.id)! })) }) : new Map<string, number>();
   const wanted: { rule: ActiveRule; callIds: string[] }[] = [];
   for (const [index, { rule }] of ordered.entries()) {
     const outcome = outcomes.get(rule.id)!;
@@ -340,7 +340,7 @@ export async function addRuleItems(
   const rows = ordered.flatMap(({ rule }) => {
     const outcome = outcomes.get(rule.id)!;
     if (rule.maxItemsPerDay === null) return [{ ruleId: rule.id, shard, ...outcome }];
-    return outcome.capped || outcome.added ? [{ ruleId: rule.id, shard: 0, considered: 0, matched: 0, sampledOut: 0, capped: outcome.capped, added: outcome.added }] : [];
+    return outcome.capped || outcome.added ? [{ ruleId: rule.id, shard: CAPPED_SHARD, considered: 0, matched: 0, sampledOut: 0, capped: outcome.capped, added: outcome.added }] : [];
   });
   if (rows.length) await countDay(tx, { day, at, rows });
   return outcomes;
@@ -351,6 +351,8 @@ export async function addRuleItems(
  * to rules without a cap wait on one row only when they picked the same of these.
  */
 const DAY_SHARDS = 8;
+/** The day row a capped rule counts in, locked while its room is read. */
+const CAPPED_SHARD = 0;
 
 /** A write's counts for one rule, and the shard of its day they go in. */
 type DayCounts = { ruleId: string; shard: number } & RuleOutcome;
@@ -374,14 +376,14 @@ async function countDay(tx: SqlScope, { day, at, rows }: { day: string; at: unkn
 }
 
 /**
- * Counts the capped rules' write in their row 0, locking it, and answers what each has added that
- * day: that row, and the other shards, which hold what it added before it had a cap.
+ * Counts the capped rules' write in their CAPPED_SHARD row, locking it, and answers what each has
+ * added that day: that row, and the other shards, which hold what it added before it had a cap.
  */
 async function countCapped(tx: SqlScope, { day, at, rows }: { day: string; at: unknown; rows: readonly DayCounts[] }): Promise<Map<string, number>> {
   const added = await countDay(tx, { day, at, rows });
   const earlier = await sqlRows<{ rule_id: string; added: number | string }>(tx,
     sql`select rule_id, sum(added) as added from queue_rule_days
-      where rule_id in (${sql.list(rows.map((row) => row.ruleId))}) and day = ${day} and shard <> 0 group by rule_id`);
+      where rule_id in (${sql.list(rows.map((row) => row.ruleId))}) and day = ${day} and shard <> ${CAPPED_SHARD} group by rule_id`);
   for (const row of earlier) added.set(row.rule_id, (added.get(row.rule_id) ?? 0) + Number(row.added));
   return added;
 }

@@ -1,5 +1,5 @@
 import type { WebhookDeliveriesQueryReq, WebhookDelivery, WebhookDeliveryRetryReq, WebhookRef, WebhookTestData } from '@loupe/shared';
-import { dateFromSql, isoFromSql, isoOrNullFromSql, lockClause, onPostgres, sqlDate, sqlRows, sqlRun, sqlTransaction, type SqlScope } from '../db/sql.ts';
+import { dateFromSql, isoFromSql, isoOrNullFromSql, lockClause, onPostgres, sqlDate, sqlRows, sqlRun, sqlTransaction, UNSYNCED_COMMIT, type SqlScope } from '../db/sql.ts';
 import { sql, type Statement } from '../db/statement.ts';
 import { decodeCursor, encodeCursor, keyset, keysetOrder, queryFingerprint, type KeysetKey } from './cursor.ts';
 import { conflict, notFound } from './errors.ts';
@@ -187,7 +187,7 @@ export async function recordDelivered(
   // disk (synchronous_commit off until that commit). A crash that loses the record leaves the
   // delivery pending under a lease that expires: the event is delivered again, with the same
   // webhook-id, as at-least-once allows. One flush fewer per delivered event, beside the writes'.
-  const unsynced = onPostgres(db) ? sql` from (select set_config('synchronous_commit', 'off', true)) as unsynced` : sql``;
+  const unsynced = onPostgres(db) ? sql` from ${UNSYNCED_COMMIT}` : sql``;
   for (const [status, entries] of Map.groupBy(delivered, (entry) => entry.status)) {
     const deliveries = entries.map((entry) => entry.delivery);
     // The lease holder alone changes a leased delivery: its attempts go up by this one.

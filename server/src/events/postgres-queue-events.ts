@@ -1,9 +1,10 @@
 import pg from 'pg';
-import { onPostgres, sqlRows, type SqlScope } from '../db/sql.ts';
+import { onPostgres, sqlRows, UNSYNCED_COMMIT, type SqlScope } from '../db/sql.ts';
 import { sql } from '../db/statement.ts';
 import { secretMasker } from '../db/database-url.ts';
 import type { Logger } from '../log.ts';
 import { LocalFanout } from './local-fanout.ts';
+import { WriteBatcher } from '../domain/write-batcher.ts';
 import { QueueBusEvent, type QueueEventPublisher } from '../domain/queue-events.ts';
 import type { DeliveryLease, WebhookWake, WrittenEvent } from '../domain/webhook-outbox.ts';
 import { QUEUE_EVENTS_CHANNEL, type EventTopic, type QueueEventBus } from './queue-event-bus.ts';
@@ -40,10 +41,8 @@ export const LISTEN_PROBE_MS = 10_000;
 class PostgresQueueEvents implements QueueEventBus {
   readonly #fanout = new LocalFanout();
   readonly #db: SqlScope;
-  /** Events of committed writes waiting for the statement that sends them. */
-  #unsent: QueueBusEvent[] = [];
-  /** The sending under way, if any: close waits for it. */
-  #sending: Promise<void> | undefined;
+  /** Events of committed writes, sent by a statement of their own: those that come together, together. */
+  readonly #unsent = new WriteBatcher<QueueBusEvent>((events) => this.#send(events));
   readonly #databaseUrl: string;
   readonly #mask: (text: string) => string;
   readonly #connectMs: number;
@@ -76,31 +75,29 @@ class PostgresQueueEvents implements QueueEventBus {
 
   committed(events: readonly QueueBusEvent[]): void {
     if (!events.length) return;
-    if (this.#unsent.length + events.length > MAX_UNSENT) {
+    if (this.#unsent.waiting + events.length > MAX_UNSENT) {
       // The database has not taken the events for a while: these are dropped, and this process's
       // streams told to refetch (the others hear of the change with the next event).
       this.#log.warn({ dropped: events.length }, 'queue events: too many events wait to be sent; dropped');
       this.#fanout.deliverMissed(new Date());
       return;
     }
-    this.#unsent.push(...events);
-    // After this turn's I/O: the events of writes that committed in it go in the same statement.
-    this.#sending ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.#send());
+    // #send never fails: the promise of each event is left alone.
+    for (const event of events) void this.#unsent.add(event);
   }
 
-  /** Sends what waits, in statements of at most MAX_EVENTS_PER_STATEMENT, until nothing does. */
-  async #send(): Promise<void> {
-    while (this.#unsent.length) {
-      const events = this.#unsent.splice(0, MAX_EVENTS_PER_STATEMENT);
+  /** Sends events, in statements of at most MAX_EVENTS_PER_STATEMENT; never throws. */
+  async #send(events: readonly QueueBusEvent[]): Promise<void> {
+    for (let i = 0; i < events.length; i += MAX_EVENTS_PER_STATEMENT) {
+      const chunk = events.slice(i, i + MAX_EVENTS_PER_STATEMENT);
       try {
-        await notifyQueueEvents(this.#db, events, { unsynced: true });
+        await notifyQueueEvents(this.#db, chunk, { unsynced: true });
       } catch (error) {
         // The database delivers to every process, this one included: without it, only this one's streams hear.
-        this.#log.warn({ err: error, events: events.length }, 'queue events: sending events failed; only this process\'s streams get them');
-        for (const event of events) this.#fanout.deliver(event);
+        this.#log.warn({ err: error, events: chunk.length }, 'queue events: sending events failed; only this process\'s streams get them');
+        for (const event of chunk) this.#fanout.deliver(event);
       }
     }
-    this.#sending = undefined;
   }
 
   webhooksWritten(events: readonly WrittenEvent[]): void {
@@ -130,7 +127,7 @@ class PostgresQueueEvents implements QueueEventBus {
   async close(): Promise<void> {
     this.#closed = true;
     // The events of writes that committed are sent before the pool closes.
-    await this.#sending;
+    await this.#unsent.idle();
     clearTimeout(this.#retry);
     clearInterval(this.#probe);
     const client = this.#client;
@@ -225,7 +222,7 @@ const MAX_UNSENT = 10_000;
  * which are delivered at the commit).
  */
 async function notifyQueueEvents(tx: SqlScope, events: readonly QueueBusEvent[], { unsynced = false } = {}): Promise<void> {
-  const unsyncedFrom = unsynced ? sql`, (select set_config('synchronous_commit', 'off', true)) as unsynced` : sql``;
+  const unsyncedFrom = unsynced ? sql`, ${UNSYNCED_COMMIT}` : sql``;
   if (events.length === 1 && !unsynced) await sqlRows(tx, sql`select pg_notify(${QUEUE_EVENTS_CHANNEL}, ${JSON.stringify(events[0])})`);
   else if (events.length) {
     const payloads = events.map((event) => JSON.stringify(event));

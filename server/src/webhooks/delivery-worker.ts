@@ -14,6 +14,7 @@ import {
   type AttemptOutcome,
 } from '../domain/webhook-deliveries.ts';
 import { signatureHeader, type SecretBox } from '../domain/webhook-secrets.ts';
+import { WriteBatcher } from '../domain/write-batcher.ts';
 import type { Logger } from '../log.ts';
 import { AgentPool, sendAttempt } from './webhook-sender.ts';
 
@@ -57,7 +58,9 @@ export class DeliveryWorker implements WebhookWake {
   readonly #abort = new AbortController();
   readonly #pools = new AgentPool();
   readonly #bodies = new LRUCache<string, Buffer>({ maxSize: BODY_CACHE_BYTES, sizeCalculation: (body) => body.length || 1 });
-  readonly #delivered = new Batcher<{ delivery: DueDelivery; status: number }>((delivered) =>
+  // Attempts that end together are recorded by one statement (of at most the worker's concurrency,
+  // as each attempt waits for its record).
+  readonly #delivered = new WriteBatcher<{ delivery: DueDelivery; status: number }>((delivered) =>
     recordDelivered(this.#options.db, { owner: this.owner, delivered }));
   #closed = false;
   #woken = false;
@@ -249,46 +252,5 @@ export class DeliveryWorker implements WebhookWake {
     }
     if (outcome!.kind === 'delivered') await this.#delivered.add({ delivery, status: outcome!.status });
     else await recordFailure(db, { delivery, owner: this.owner, outcome: outcome!, schedule: settings.retrySchedule });
-  }
-}
-
-/**
- * Runs `write` over items added while none runs, and then, once it ends, over all added
- * meanwhile: attempts that end together are recorded by one statement (of at most the worker's
- * concurrency, as each attempt waits for its record), and nothing waits on a timer. Each `add`
- * settles with the write that took its item.
- */
-class Batcher<T> {
-  readonly #write: (items: T[]) => Promise<void>;
-  #waiting: { item: T; done: () => void; fail: (error: unknown) => void }[] = [];
-  #writing = false;
-
-  constructor(write: (items: T[]) => Promise<void>) {
-    this.#write = write;
-  }
-
-  add(item: T): Promise<void> {
-    return new Promise((done, fail) => {
-      this.#waiting.push({ item, done, fail });
-      if (!this.#writing) {
-        this.#writing = true;
-        // After this turn's I/O: the attempts that ended in it join the first write.
-        setImmediate(() => void this.#drain());
-      }
-    });
-  }
-
-  async #drain(): Promise<void> {
-    while (this.#waiting.length) {
-      const taken = this.#waiting;
-      this.#waiting = [];
-      try {
-        await this.#write(taken.map((entry) => entry.item));
-        for (const entry of taken) entry.done();
-      } catch (error) {
-        for (const entry of taken) entry.fail(error);
-      }
-    }
-    this.#writing = false;
   }
 }
