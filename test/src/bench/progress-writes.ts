@@ -8,11 +8,26 @@ import { writeSection } from './write-section.ts';
 
 // POST /annotation_queues/{q}/items/{item}/progress (contract 4.1) at full concurrency, every
 // request a real write: each side has its own queue of ITEMS items; annotator after annotator
-// walks the queue twice, first setting in_progress (an insert), then completed (an update). A
-// pass is ITEMS requests long, so an item's second request follows its first long after it
-// answered. Each answer must be 200 and show that item in that state by that annotator.
+// walks the queue, setting each item in_progress (an insert) and, LAG inserts later, completed (an
+// update). The two kinds alternate request by request, so every run, whatever its length and
+// wherever it starts, sends as many inserts as updates: runs of both sides compare the same work
+// (walking inserts then updates in halves of 10,000 made a run's mix depend on where it fell). An
+// item's second request follows its first long after it answered. Each answer must be 200
+// and show that item in that state by that annotator.
 
 const ITEMS = 10_000;
+/**
+ * How many inserts the updates trail by (about 2,000 requests). The first LAG requests are
+ * inserts only: the warm-up run takes them.
+ */
+const LAG = 1_000;
+
+/** The write of a side's k-th request: the n-th insert (an item of one annotator), or the update of it. */
+function progressStep(k: number): { n: number; state: 'in_progress' | 'completed' } {
+  if (k < LAG) return { n: k, state: 'in_progress' };
+  const j = k - LAG;
+  return j % 2 === 0 ? { n: LAG + j / 2, state: 'in_progress' } : { n: (j - 1) / 2, state: 'completed' };
+}
 
 type Sequence = { queueId: string; itemIds: string[]; sent: number };
 /** The headers that say who sends a request of one side: Basic with the annotator's key, or a session. */
@@ -62,20 +77,19 @@ export async function progressWorkload(env: WriteEnv, credentials: Credentials =
 
     async plan(name: SideName, requests: number) {
       const sequence = sequences[name];
-      const perAnnotator = 2 * ITEMS;
-      await env.annotators.ensure(Math.ceil((sequence.sent + requests) / perAnnotator));
+      // The k-th request's insert is at most the k-th: annotators for that many inserts.
+      await env.annotators.ensure(Math.ceil((sequence.sent + requests) / ITEMS));
       await prepare(env.annotators.list);
-      const capacity = env.annotators.list.length * perAnnotator;
+      const capacity = env.annotators.list.length * ITEMS;
       return (): PlannedRequest => {
         const k = sequence.sent++;
-        const annotator = env.annotators.list[Math.floor(k / perAnnotator) % env.annotators.list.length]!;
-        const within = k % perAnnotator;
-        const state = within < ITEMS ? 'in_progress' : 'completed';
-        const itemId = sequence.itemIds[within % ITEMS]!;
+        const { n, state } = progressStep(k);
+        const annotator = env.annotators.list[Math.floor(n / ITEMS) % env.annotators.list.length]!;
+        const itemId = sequence.itemIds[n % ITEMS]!;
         return {
           ...progressRequest(env, sequence.queueId, itemId, credentials(name, annotator), state),
           check: (text) => {
-            if (k >= capacity) return `request ${k} is past the ${capacity} planned (fixture exhausted)`;
+            if (n >= capacity) return `request ${k} is past the ${capacity} inserts planned (fixture exhausted)`;
             const item = (JSON.parse(text) as { item?: ItemJson | null }).item;
             if (item?.id !== itemId || item.annotation_state !== state || item.annotator_user_id !== annotator.id) {
               return `expected item ${itemId} ${state} by ${annotator.id}, got ${text.slice(0, 300)}`;
@@ -101,7 +115,7 @@ export const progressBench: WriteBench = { name: 'progress', initialRate: 6000, 
 export function progressBenchmark(settings: Settings, workDir: string): Promise<Section> {
   return writeSection(
     progressBench,
-    'POST …/items/{item}/progress, every request a real write (in_progress insert, then completed update, ' +
+    'POST …/items/{item}/progress, every request a real write (in_progress inserts and completed updates alternating, ' +
       `${ITEMS} items per side, a different annotator per pass): Loupe (its own process, log level ${process.env.LOUPE_LOG_LEVEL ?? 'info'} to a file) ` +
       'against a bare Express 5 route doing the same SQL (auth join, transaction, item lock on PostgreSQL) through the same driver on the same database',
     settings,

@@ -16,11 +16,17 @@ export type Settings = { seconds: number; warmupSeconds: number; rounds: number;
  * round's rate on a machine that shares its CPUs moves by up to a fifth either way. More rounds
  * bring the median nearer the true ratio, on either side of the target.
  */
-export const SELF_COMPARISON_ROUNDS = 5;
+export const SELF_COMPARISON_ROUNDS = 6;
 
-/** The rounds per side of a comparison of Loupe with Loupe: BENCH_ROUNDS, and at least SELF_COMPARISON_ROUNDS. */
+/**
+ * The rounds per side of a comparison of Loupe with Loupe: BENCH_ROUNDS, and at least
+ * SELF_COMPARISON_ROUNDS; always even. The order alternates round by round, and rates drift over
+ * a run (tables grow: webhook rounds on SQLite fell from 19k to 12k records/s over one run), so
+ * only an even count gives each side the first turn as often as the other.
+ */
 export function selfComparisonRounds(settings: Settings): number {
-  return Math.max(settings.rounds, SELF_COMPARISON_ROUNDS);
+  const rounds = Math.max(settings.rounds, SELF_COMPARISON_ROUNDS);
+  return rounds + (rounds % 2);
 }
 
 /** Medians over rounds of one side of a comparison. */
