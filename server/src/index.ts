@@ -8,7 +8,7 @@ export { createUser, createKey, revokeKey, addMember, listKeys } from './admin/c
 export { sqlRows, sqlRun, sqlTransaction, typedKysely } from './db/sql.ts';
 export { sql } from './db/statement.ts';
 export { callFilterConditions, callFilterTable } from './domain/call-filter.ts';
-export { QUEUE_READ_LIMIT } from './domain/agreement.ts';
+export { QUEUE_READ_LIMIT } from './domain/agreement-values.ts';
 export type { LoupeDatabase } from './db/entities.ts';
 export { AuthBrake } from './auth/brake.ts';
 export type { FailureCounts } from './auth/failure-counts.ts';

@@ -25,6 +25,17 @@ export type SqlScope = {
   readonly heldSqlite?: LoupeSqliteDatabase;
 };
 
+/**
+ * A scope over a SQLite connection of its own, outside the ORM (agreement's reading threads, on a
+ * connection from openSqliteReader): every statement runs on it directly, no Kysely.
+ */
+export function ownSqliteScope(connection: LoupeSqliteDatabase): SqlScope {
+  const outside = (): never => {
+    throw new Error('this SQLite scope runs statements on its own connection only, outside the ORM');
+  };
+  return { heldSqlite: connection, getKysely: outside, getPlatform: outside };
+}
+
 /** The plugin of typed Kysely per ORM (by its platform): converts values as the entities declare them. */
 const typedPlugins = new WeakMap<Platform, KyselyPlugin>();
 
@@ -183,7 +194,7 @@ export function inList(column: string, values: readonly unknown[] | undefined): 
 
 /** Whether the scope talks to PostgreSQL (row and advisory locks) rather than SQLite. */
 export function onPostgres(db: SqlScope): boolean {
-  return !(db.getPlatform() instanceof SqlitePlatform);
+  return !db.heldSqlite && !(db.getPlatform() instanceof SqlitePlatform);
 }
 
 /**
@@ -222,6 +233,19 @@ export async function sqlTransaction<T>(db: SqlScope, work: (tx: SqlScope) => Pr
 
 /** Each SQLite database's group commit (sqlite-group-commit.ts). */
 const groups = new WeakMap<LoupeSqliteDatabase, SqliteGroupCommit>();
+
+/**
+ * The SQLite file the scope's ORM serves, for a connection of another thread's own
+ * (ownSqliteScope); undefined on PostgreSQL, for an in-memory database, and inside a transaction
+ * (another connection would not see its writes).
+ */
+export function sqliteFileOf(db: SqlScope): string | undefined {
+  if (db.heldSqlite) return undefined;
+  const platform = db.getPlatform();
+  if (!(platform instanceof SqlitePlatform) || db.getKysely().isTransaction) return undefined;
+  const dialect: unknown = platform.getConfig().get('driverOptions');
+  return dialect instanceof LoupeSqliteDialect && dialect.path !== ':memory:' ? dialect.path : undefined;
+}
 
 function heldDatabase(platform: Platform): LoupeSqliteDatabase | undefined {
   const dialect: unknown = platform.getConfig().get('driverOptions');

@@ -1,19 +1,24 @@
 import { Worker } from 'node:worker_threads';
+import { agreementTimedOut, type AgreementDeadline } from './agreement-deadline.ts';
 import type { AgreementStatistics } from './agreement-statistics.ts';
-import type { AgreementTask } from './agreement-thread.ts';
+import type { SqliteSpec, ThreadAnswer, ThreadWork } from './agreement-thread.ts';
+import type { AgreementTask } from './agreement-values.ts';
 import { DomainError } from './errors.ts';
 import { WorkSlots } from './work-slots.ts';
 
 // Agreement requests of one process run within a time limit, at most AGREEMENT_SLOTS at once, with
-// their statistics computed in worker threads: what one request may hold (its values, see
-// agreement.ts) and take (a core, until its time is up) is bounded, and the event loop stays free.
+// their statistics computed in worker threads (on SQLite, their values read there too): what one
+// request may hold (its values, see agreement-values.ts) and take (SPECS_AT_ONCE threads, until its
+// time is up) is bounded, and the event loop stays free.
 
 /**
  * Agreement requests computed at once per process; later ones wait for a slot within their time.
- * One: what a request holds (agreement.ts's bounds) is then all that agreement holds, and the other
- * core serves every other request.
+ * One: what a request holds (agreement-values.ts's bounds, for SPECS_AT_ONCE specs) is then all
+ * that agreement holds.
  */
 export const AGREEMENT_SLOTS = 1;
+/** Specs of one request read and computed at once, each in a thread of its own (two cores: both). */
+export const SPECS_AT_ONCE = 2;
 /** The heap of one worker thread: a computation that needs more fails alone. */
 const THREAD_HEAP_MB = 128;
 
@@ -21,36 +26,8 @@ const THREAD_URL = new URL('./agreement-thread.ts', import.meta.url);
 
 const idle: Worker[] = [];
 
-/** The 503 of a request whose time limit passed: the work is stopped, its thread ended. */
-export function agreementTimedOut(timeoutMs: number): DomainError {
-  return new DomainError(
-    'unavailable',
-    `The agreement took longer than its limit of ${timeoutMs.toLocaleString('en')} ms and was stopped; ask for fewer scorer_refs, or retry when the server is less busy.`,
-  );
-}
-
 const outOfMemory = () =>
   new DomainError('too_large', `The agreement's statistics of one spec needed more than the ${THREAD_HEAP_MB} MB of memory they may take and were stopped.`);
-
-/** A point in time after which an agreement request is given up. */
-export class AgreementDeadline {
-  readonly at: number;
-  readonly timeoutMs: number;
-
-  constructor(timeoutMs: number) {
-    this.timeoutMs = timeoutMs;
-    this.at = performance.now() + timeoutMs;
-  }
-
-  get remainingMs(): number {
-    return this.at - performance.now();
-  }
-
-  /** Throws the 503 once the time is up. */
-  check(): void {
-    if (this.remainingMs <= 0) throw agreementTimedOut(this.timeoutMs);
-  }
-}
 
 const slots = new WorkSlots(AGREEMENT_SLOTS);
 
@@ -64,22 +41,35 @@ export function inAgreementSlot<T>(deadline: AgreementDeadline, work: () => Prom
  * (terminate stops even a loop that never yields) and the request gets a 503.
  */
 export function statisticsInThread(task: AgreementTask, deadline: AgreementDeadline): Promise<AgreementStatistics> {
+  return inThread({ task }, [task.itemCreatedMs.buffer, task.itemStarts.buffer, task.entryAnnotator.buffer, task.entryText.buffer], deadline);
+}
+
+/** A SQLite spec's values read by a worker thread on a connection of its own, and their statistics (items named); bounded as statisticsInThread. */
+export function sqliteSpecInThread(spec: Omit<SqliteSpec, 'timeoutMs' | 'remainingMs'>, deadline: AgreementDeadline): Promise<AgreementStatistics> {
+  return inThread({ sqlite: { ...spec, timeoutMs: deadline.timeoutMs, remainingMs: deadline.remainingMs } }, [], deadline);
+}
+
+function inThread(work: ThreadWork, transfer: ArrayBuffer[], deadline: AgreementDeadline): Promise<AgreementStatistics> {
   deadline.check();
   const worker = idle.pop() ?? startThread();
   return new Promise<AgreementStatistics>((resolve, reject) => {
     const settle = (outcome: () => void, reusable: boolean) => {
       clearTimeout(timer);
       worker.off('message', onMessage).off('error', onError).off('exit', onExit);
-      if (reusable && idle.length < AGREEMENT_SLOTS) idle.push(worker);
+      if (reusable && idle.length < AGREEMENT_SLOTS * SPECS_AT_ONCE) idle.push(worker);
       else void worker.terminate();
       outcome();
     };
-    const onMessage = (statistics: AgreementStatistics) => settle(() => resolve(statistics), true);
+    const onMessage = (reply: ThreadAnswer) => {
+      if ('statistics' in reply) settle(() => resolve(reply.statistics), true);
+      else if ('refused' in reply) settle(() => reject(new DomainError(reply.refused.kind, reply.refused.reason)), true);
+      else settle(() => reject(new Error(`agreement thread failed: ${reply.failed}`)), true);
+    };
     const onError = (error: Error & { code?: string }) => settle(() => reject(error.code === 'ERR_WORKER_OUT_OF_MEMORY' ? outOfMemory() : error), false);
     const onExit = (code: number) => settle(() => reject(new Error(`agreement thread exited with code ${code}`)), false);
     const timer = setTimeout(() => settle(() => reject(agreementTimedOut(deadline.timeoutMs)), false), Math.max(0, deadline.remainingMs));
     worker.on('message', onMessage).on('error', onError).on('exit', onExit);
-    worker.postMessage(task, [task.itemCreatedMs.buffer, task.itemStarts.buffer, task.entryAnnotator.buffer, task.entryText.buffer]);
+    worker.postMessage(work, transfer);
   });
 }
 

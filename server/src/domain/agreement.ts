@@ -1,25 +1,14 @@
-import { callRef, parseRef, type Agreement, type AgreementLevel, type AnnotationQueueAgreementReq, type Json } from '@loupe/shared';
-import { jsonFromSql, onPostgres, sqliteArrays, sqlRows, sqlRun, sqlTransaction, type SqlScope } from '../db/sql.ts';
-import { sql, type Statement } from '../db/statement.ts';
-import type { AgreementTask } from './agreement-thread.ts';
-import { AgreementDeadline, agreementTimedOut, inAgreementSlot, statisticsInThread } from './agreement-workers.ts';
+import { parseRef, type Agreement, type AgreementLevel, type AnnotationQueueAgreementReq, type Json } from '@loupe/shared';
+import { jsonFromSql, sqlRows, sqliteFileOf, type SqlScope } from '../db/sql.ts';
+import { sql } from '../db/statement.ts';
+import { AgreementDeadline } from './agreement-deadline.ts';
+import type { AgreementStatistics } from './agreement-statistics.ts';
+import { QueueItems, specTask, withItems, type ValuesScope } from './agreement-values.ts';
+import { inAgreementSlot, SPECS_AT_ONCE, sqliteSpecInThread, statisticsInThread } from './agreement-workers.ts';
 import { liveQueue } from './annotation-queues.ts';
-import { invalid, tooLarge } from './errors.ts';
+import { invalid } from './errors.ts';
 
 type SpecRow = { name: string; field_schema: unknown };
-
-/** JSON text of one value, at most: annotation values are labels, numbers, short texts. */
-export const MAX_VALUE_CHARS = 65_536;
-/** Values (each annotator's latest record per item) one spec's agreement holds, at most. */
-export const MAX_VALUES = 100_000;
-/** JSON text of all those values together, at most. */
-export const MAX_VALUES_CHARS = 4 * 1024 * 1024;
-/** A record's value is read as the records are scanned when its payload is this short; a longer one only if latest. */
-const INLINE_PAYLOAD_BYTES = 4096;
-/** Records per statement (SQLite) or fetch from a cursor (PostgreSQL) when a spec's records are read. */
-const RECORDS_PER_READ = 2000;
-/** Ids per statement when the long values of the latest records are read. */
-const IDS_PER_READ = 500;
 
 /**
  * `POST /annotation_queues/{queue_id}/agreement`: for each scorer spec of the queue (or each one
@@ -30,9 +19,11 @@ const IDS_PER_READ = 500;
  * queue's overlap covers are compared (the others need one annotator), and in an assigned queue
  * only its assignees' values count.
  *
- * Bounded per request: the time (`timeoutMs`, then 503), what it holds (MAX_VALUE_CHARS,
- * MAX_VALUES, MAX_VALUES_CHARS per spec, then 413; specs are read one after another), and
- * agreement-workers.ts's slots; the statistics run in a worker thread.
+ * Bounded per request: the time (`timeoutMs`, then 503), what it holds (agreement-values.ts's
+ * MAX_VALUE_CHARS, MAX_VALUES, MAX_VALUES_CHARS per spec, then 413; SPECS_AT_ONCE specs at a
+ * time), and agreement-workers.ts's slots. Each spec's statistics run in a worker thread; on
+ * SQLite its values are read there too, through a connection of the thread's own, so that two
+ * specs are read at once (the one connection of the server reads one statement at a time).
  */
 export async function queueAgreement(db: SqlScope, req: AnnotationQueueAgreementReq, timeoutMs: number): Promise<Agreement[]> {
   const deadline = new AgreementDeadline(timeoutMs);
@@ -50,444 +41,57 @@ export async function queueAgreement(db: SqlScope, req: AnnotationQueueAgreement
     if (!refs.includes(ref)) throw invalid(`levels names ${ref.slice(0, 256)}, which is not a scorer ref of this request.`);
   }
 
-  return inAgreementSlot(deadline, async () => {
-    const agreement: Agreement[] = [];
-    const items = new QueueItems(db, { queueId: queue.id, coverage: Number(queue.overlap_coverage) });
-    // One spec's statistics run in the worker thread while the next spec is read: at most two
-    // specs' values are held at once, and one thread works for the request.
-    let computing: Promise<void> | undefined;
-    try {
-      for (const ref of refs) {
-        const spec = await specOf(db, req.project_id, ref);
-        const level = req.levels?.[ref] ?? levelOf(spec.field_schema);
-        const latest = await latestValues(db, items, {
-          projectId: req.project_id,
-          queueId: queue.id,
-          specName: spec.name,
-          ref,
-          deadline,
-          assignedOnly: queue.access === 'assigned',
-        });
-        const rated = [...latest.items.values()];
-        const task = latest.task(level ?? 'nominal', rated);
-        await computing;
-        computing = statisticsInThread(task, deadline).then((computed) => {
-          // Free text is compared as it is (who gave a value, where they differ) but not rated.
-          const statistics = level === null ? unrated(computed) : computed;
-          // The values came from stored JSON payloads: they are JSON values.
-          const disagreements = statistics.disagreements.map((d) => {
-            const item = rated[Number(d.item_id)]!;
-            return { item_id: item.id, call_id: item.callId, values: d.values.map((v) => ({ ...v, value: v.value as Json })) };
-          });
-          agreement.push({ scorer_ref: ref, name: spec.name, level, ...statistics, disagreements });
-        });
-        computing.catch(() => undefined); // awaited below or in the next turn; a failure meanwhile is not unhandled
-      }
-      await computing;
-    } finally {
-      // A read that failed leaves no thread working past the request's slot.
-      await computing?.catch(() => undefined);
-    }
-    return agreement;
-  });
-}
-
-/** A live item of the queue: its id, its call's id, when it was added. */
-type RatedItem = { id: string; callId: string; createdMs: number };
-/** A rated item and, per annotator index, the entry of that annotator's latest record (LatestValues). */
-type RatedItemSlot = RatedItem & { latest: number[] };
-/** A latest record as held: its item, its annotator, its entry. */
-type HeldRecord = { slot: RatedItemSlot; user: string; entry: number };
-
-/** Value texts LatestValues holds one copy of, at most (of at most SHARED_TEXT_CHARS each): labels and numbers. */
-const SHARED_TEXTS = 10_000;
-const SHARED_TEXT_CHARS = 256;
-
-/**
- * Each annotator's latest record per item of one spec, as the records are read (in any order),
- * holding at most MAX_VALUES records and MAX_VALUES_CHARS of their values' JSON text. A latest
- * record is an entry in columns (time, id, value text, null while unread: a long payload), and
- * equal short texts are held once: no object per value for the garbage collector to copy and
- * promote, only its id and the texts that differ.
- */
-class LatestValues {
-  readonly annotators: string[] = [];
-  readonly #annotatorIndex = new Map<string, number>();
-  readonly items = new Map<string, RatedItemSlot>();
-  #entryCreatedMs = new Float64Array(1024);
-  readonly #entryId: string[] = [];
-  readonly #entryText: (string | null)[] = [];
-  /** At most SHARED_TEXTS texts, each the one copy held of its value (replaced values' texts included: hence the bound). */
-  readonly #shared = new Map<string, string>();
-  #chars = 0;
-  readonly #specName: string;
-
-  constructor(specName: string) {
-    this.#specName = specName;
-  }
-
-  /** A record of `user` for the item; the later one of an annotator and item wins. */
-  add(item: RatedItem, user: string, record: RecordRead): void {
-    let annotator = this.#annotatorIndex.get(user);
-    if (annotator === undefined) {
-      this.#annotatorIndex.set(user, (annotator = this.annotators.length));
-      this.annotators.push(user);
-    }
-    let slot = this.items.get(item.id);
-    if (!slot) this.items.set(item.id, (slot = { ...item, latest: [] }));
-    let entry = slot.latest[annotator];
-    if (entry !== undefined) {
-      const heldMs = this.#entryCreatedMs[entry]!;
-      if (!(record.createdMs !== heldMs ? record.createdMs > heldMs : record.id > this.#entryId[entry]!)) return;
-      this.#chars -= this.#entryText[entry]?.length ?? 0;
-    } else {
-      entry = this.#entryId.length;
-      if (entry >= MAX_VALUES) throw tooManyValues(this.#specName);
-      if (entry === this.#entryCreatedMs.length) {
-        const grown = new Float64Array(entry * 2);
-        grown.set(this.#entryCreatedMs);
-        this.#entryCreatedMs = grown;
-      }
-      slot.latest[annotator] = entry;
-    }
-    this.#entryCreatedMs[entry] = record.createdMs;
-    this.#entryId[entry] = record.id;
-    this.#entryText[entry] = null;
-    if (record.text !== null) this.#setText(slot, user, entry, record.text);
-  }
-
-  /** The feedback id of a latest record. */
-  idOf({ entry }: HeldRecord): string {
-    return this.#entryId[entry]!;
-  }
-
-  /** Sets the value text of a latest record, within the bounds. */
-  setText({ slot, user, entry }: HeldRecord, text: string): void {
-    this.#setText(slot, user, entry, text);
-  }
-
-  #setText(slot: RatedItemSlot, user: string, entry: number, text: string): void {
-    if (text.length > MAX_VALUE_CHARS) throw valueTooLong({ specName: this.#specName, callId: slot.callId, user, chars: text.length });
-    this.#chars += text.length;
-    if (this.#chars > MAX_VALUES_CHARS) throw tooManyChars(this.#specName);
-    let shared = text.length <= SHARED_TEXT_CHARS ? this.#shared.get(text) : text;
-    if (shared === undefined) {
-      shared = text;
-      if (this.#shared.size < SHARED_TEXTS) this.#shared.set(text, text);
-    }
-    this.#entryText[entry] = shared;
-  }
-
-  /** The records whose value is still unread. */
-  *unread(): Generator<HeldRecord> {
-    for (const slot of this.items.values()) {
-      for (const [annotator, entry] of slot.latest.entries()) if (entry !== undefined && this.#entryText[entry] === null) yield { slot, user: this.annotators[annotator]!, entry };
-    }
-  }
-
-  /** The statistics task of these values, items in the order of `items`. */
-  task(level: AgreementLevel, items: RatedItemSlot[]): AgreementTask {
-    const textIndex = new Map<string, number>();
-    const texts: string[] = [];
-    const itemStarts = new Int32Array(items.length + 1);
-    const entryAnnotator = new Int32Array(this.#entryId.length);
-    const entryText = new Int32Array(this.#entryId.length);
-    let next = 0;
-    for (const [i, slot] of items.entries()) {
-      itemStarts[i] = next;
-      for (const [annotator, entry] of slot.latest.entries()) {
-        // A record purged before its long value was read counts no more.
-        const text = entry === undefined ? null : this.#entryText[entry]!;
-        if (text === null) continue;
-        let index = textIndex.get(text);
-        if (index === undefined) {
-          textIndex.set(text, (index = texts.length));
-          texts.push(text);
-        }
-        entryAnnotator[next] = annotator;
-        entryText[next++] = index;
-      }
-    }
-    itemStarts[items.length] = next;
-    return {
-      level,
-      annotators: this.annotators,
-      texts,
-      itemIds: items.map((slot) => slot.id),
-      itemCreatedMs: Float64Array.from(items, (slot) => slot.createdMs),
-      itemStarts,
-      entryAnnotator,
-      entryText,
+  const queueItems = { queueId: queue.id, coverage: Number(queue.overlap_coverage) };
+  const file = sqliteFileOf(db);
+  /** One spec's agreement: read and computed in a thread of its own (SQLite), or read here and computed in a thread. */
+  const specAgreement = async (ref: string): Promise<Agreement> => {
+    const spec = await specOf(db, req.project_id, ref);
+    const level = req.levels?.[ref] ?? levelOf(spec.field_schema);
+    const scope: Omit<ValuesScope, 'deadline'> & { level: AgreementLevel } = {
+      projectId: req.project_id,
+      queueId: queue.id,
+      specName: spec.name,
+      ref,
+      assignedOnly: queue.access === 'assigned',
+      level: level ?? 'nominal',
     };
-  }
+    let computed: AgreementStatistics;
+    if (file) computed = await sqliteSpecInThread({ path: file, queue: queueItems, scope }, deadline);
+    else {
+      const { task, rated } = await specTask(db, new QueueItems(db, queueItems), { ...scope, deadline });
+      computed = withItems(await statisticsInThread(task, deadline), rated);
+    }
+    // Free text is compared as it is (who gave a value, where they differ) but not rated.
+    const statistics = level === null ? unrated(computed) : computed;
+    // The values came from stored JSON payloads: they are JSON values.
+    const disagreements = statistics.disagreements.map((d) => ({ ...d, values: d.values.map((v) => ({ ...v, value: v.value as Json })) }));
+    return { scorer_ref: ref, name: spec.name, level, ...statistics, disagreements };
+  };
+  return inAgreementSlot(deadline, () => inTurns(refs, SPECS_AT_ONCE, specAgreement));
 }
 
-const tooManyValues = (specName: string) =>
-  tooLarge(`The agreement of spec ${specName} would compare more than ${MAX_VALUES.toLocaleString('en')} values (each annotator's latest per item), more than it holds.`);
-
-const tooManyChars = (specName: string) =>
-  tooLarge(`The values of spec ${specName} in this queue hold more than ${MAX_VALUES_CHARS.toLocaleString('en')} characters of JSON together, more than the agreement compares.`);
-
-const valueTooLong = ({ specName, callId, user, chars }: { specName: string; callId: string; user: string; chars: number }) =>
-  tooLarge(
-    `The value of spec ${specName} that annotator ${user} gave the item of call ${callId} is ${chars.toLocaleString('en')} characters of JSON; agreement compares values of at most ${MAX_VALUE_CHARS.toLocaleString('en')}.`,
-  );
-
 /**
- * Each annotator's latest annotation record per live item of one spec in one queue, with its
- * value's JSON text. A record counts for the item whose call its svc_ref names, else for the one
- * its call_ref names; the later record of an annotator and item wins (creation time, then id:
- * feedback ids are lowercase UUIDs, which sort the same in JavaScript as in either database).
- *
- * The records are read a chunk at a time; the items of a chunk's calls are looked up
- * (QueueItems), and its records are kept by item as they come (a record that reaches no item is
- * dropped at once).
+ * `work` for each input, at most `atOnce` at a time, answering the results in the inputs' order.
+ * After a failure nothing more starts, and once every work started has ended, the failure of the
+ * first input that failed is thrown: no work goes on past the caller's slot.
  */
-async function latestValues(db: SqlScope, items: QueueItems, scope: ValuesScope): Promise<LatestValues> {
-  const { deadline } = scope;
-  // The call ids in the refs, cut out by the database.
-  const prefix = callRef(scope.projectId, '');
-  const prefixLength = [...prefix].length; // characters, as substr counts them on both databases
-  // The lengths are the code's own numbers, written into the text: the same text for every spec.
-  const callOf = (column: string) =>
-    sql`case when substr(${sql.raw(column)}, 1, ${sql.raw(String(prefixLength))}) = ${prefix} then substr(${sql.raw(column)}, ${sql.raw(String(prefixLength + 1))}) end`;
-  const records: RecordsSql = {
-    svcCall: callOf('f.svc_ref'),
-    refCall: callOf('f.call_ref'),
-    where: sql`f.project_id = ${scope.projectId} and f.queue_id = ${scope.queueId} and f.feedback_type = ${`svc.annotation.${scope.specName}`} and f.annotation_ref = ${scope.ref}${
-      scope.assignedOnly ? sql` and exists (select 1 from annotation_queue_assignees a where a.queue_id = ${scope.queueId} and a.user_id = f.svc_user_id)` : sql``
-    }`,
-  };
-  const latest = new LatestValues(scope.specName);
-  const keep = async (chunk: RecordRead[]) => {
-    await items.lookUp(chunk, deadline);
-    for (const record of chunk) {
-      const item = (record.svcCall === null ? undefined : items.get(record.svcCall)) ?? (record.refCall === null ? undefined : items.get(record.refCall));
-      if (item) latest.add(item, record.user, record);
+async function inTurns<I, O>(inputs: readonly I[], atOnce: number, work: (input: I) => Promise<O>): Promise<O[]> {
+  const results: O[] = [];
+  const failures: { index: number; error: unknown }[] = [];
+  let next = 0;
+  const turns = async () => {
+    while (!failures.length && next < inputs.length) {
+      const index = next++;
+      try {
+        results[index] = await work(inputs[index]!);
+      } catch (error) {
+        failures.push({ index, error });
+      }
     }
   };
-  if (onPostgres(db)) await recordsOnPostgres(db, scope, records, keep);
-  else await recordsOnSqlite(db, scope, records, keep);
-
-  // The latest records whose payload was too long to read in the scan: their values by id.
-  const unread = [...latest.unread()];
-  for (let start = 0; start < unread.length; start += IDS_PER_READ) {
-    deadline.check();
-    const part = unread.slice(start, start + IDS_PER_READ);
-    const byId = new Map(part.map((held) => [latest.idOf(held), held]));
-    for (const [id, chars, text] of await valuesById(db, scope.projectId, [...byId.keys()])) {
-      const held = byId.get(id)!;
-      if (text === null) throw valueTooLong({ specName: scope.specName, callId: held.slot.callId, user: held.user, chars });
-      latest.setText(held, text);
-    }
-  }
-  return latest;
-}
-
-type ValuesScope = {
-  projectId: string;
-  queueId: string;
-  specName: string;
-  ref: string;
-  deadline: AgreementDeadline;
-  /** An assigned queue: only its assignees' values count. */
-  assignedOnly: boolean;
-};
-
-/** Live items QueueItems reads of a queue in one pass, at most: beyond that it looks them up by call. */
-export const QUEUE_READ_LIMIT = 20_000;
-/** Items per statement when QueueItems reads the queue's items. */
-const ITEMS_PER_READ = 10_000;
-/** Call ids QueueItems holds at most when it looks items up by call, beyond which it starts afresh (a chunk's calls always fit). */
-const MAX_KNOWN_CALLS = 2 * MAX_VALUES;
-
-/**
- * The live items of the queue that its overlap covers (coverage.ts), by call id. The first
- * lookup reads all of them, in pages by call id, when there are at most QUEUE_READ_LIMIT: the
- * specs' records name most of a queue's items, and a statement per chunk of records that names
- * its calls made PostgreSQL read the whole queue each time (without statistics — autovacuum off
- * or not yet run — its planner serves `queue_id = … and call_id = any(…)` by another index on
- * queue_id, filtering every item). A larger queue has its items looked up by the calls of each
- * chunk of records, once per request while at most MAX_KNOWN_CALLS are known.
- */
-class QueueItems {
-  readonly #known = new Map<string, RatedItem | null>();
-  /** Whether #known holds every item (a call not in it has none); undecided before the first lookup. */
-  #complete: boolean | undefined;
-  readonly #db: SqlScope;
-  readonly #queue: { queueId: string; coverage: number };
-
-  constructor(db: SqlScope, queue: { queueId: string; coverage: number }) {
-    this.#db = db;
-    this.#queue = queue;
-  }
-
-  /** Makes the items of the calls these records name known. */
-  async lookUp(records: RecordRead[], deadline: AgreementDeadline): Promise<void> {
-    this.#complete ??= await this.#readAll(deadline);
-    if (this.#complete) return;
-    const unknownOf = () => {
-      const unknown = new Set<string>();
-      for (const { svcCall, refCall } of records) {
-        if (svcCall !== null && !this.#known.has(svcCall)) unknown.add(svcCall);
-        if (refCall !== null && !this.#known.has(refCall)) unknown.add(refCall);
-      }
-      return unknown;
-    };
-    let unknown = unknownOf();
-    if (!unknown.size) return;
-    deadline.check();
-    if (this.#known.size + unknown.size > MAX_KNOWN_CALLS) {
-      this.#known.clear();
-      unknown = unknownOf();
-    }
-    for (const callId of unknown) this.#known.set(callId, null);
-    for (const [id, callId, createdMs] of await liveItems(this.#db, { ...this.#queue, callIds: [...unknown] })) this.#known.set(callId, { id, callId, createdMs });
-  }
-
-  /** Reads every item while there are at most QUEUE_READ_LIMIT; whether it did. */
-  async #readAll(deadline: AgreementDeadline): Promise<boolean> {
-    for (let after = ''; ; ) {
-      deadline.check();
-      const page = await liveItems(this.#db, { ...this.#queue, after, limit: ITEMS_PER_READ });
-      for (const [id, callId, createdMs] of page) this.#known.set(callId, { id, callId, createdMs });
-      if (this.#known.size > QUEUE_READ_LIMIT) {
-        this.#known.clear();
-        return false;
-      }
-      if (page.length < ITEMS_PER_READ) return true;
-      after = page.at(-1)![1];
-    }
-  }
-
-  /** The item of a call looked up, if it has one. */
-  get(callId: string): RatedItem | undefined {
-    return this.#known.get(callId) ?? undefined;
-  }
-}
-
-/** The pieces of the statement that reads a spec's records: the call ids of its two refs, and its filter. */
-type RecordsSql = { svcCall: Statement; refCall: Statement; where: Statement };
-/**
- * A record as read: its annotator, the call ids of its refs (null where a ref names no call of
- * the project), its time and id, and its value's JSON text (null while unread: a long payload).
- */
-type RecordRead = { user: string; svcCall: string | null; refCall: string | null; createdMs: number; id: string; text: string | null };
-/** A RecordRead as SQLite's JSON array of a chunk holds it. */
-type RecordTuple = [user: string, svcCall: string | null, refCall: string | null, createdMs: number, id: string, text: string | null];
-
-/**
- * PostgreSQL reads the spec's records through a cursor (in a read-only transaction),
- * RECORDS_PER_READ at a time, in the order it finds them (no sort: a window or `distinct on`
- * over annotator and refs made it sort every record, twice the cost of the read), and makes the
- * next chunk while `keep` takes one.
- */
-async function recordsOnPostgres(db: SqlScope, scope: ValuesScope, records: RecordsSql, keep: (chunk: RecordRead[]) => Promise<void>): Promise<void> {
-  // Times as epoch milliseconds in a float8 (exact below 2^53): no Date per row. The columns are
-  // named as RecordRead's fields: the driver's row is the record.
-  await sqlTransaction(db, async (tx) => {
-    await sqlRun(tx, sql`set transaction read only`);
-    await sqlRun(
-      tx,
-      sql`declare agreement_records no scroll cursor for
-         select f.svc_user_id as "user", ${records.svcCall} as "svcCall", ${records.refCall} as "refCall",
-                (extract(epoch from f.created_at) * 1000)::float8 as "createdMs", f.id,
-                case when pg_column_size(f.payload) <= ${INLINE_PAYLOAD_BYTES} then (f.payload -> 'value')::text end as "text"
-           from feedback f
-          where ${records.where}`,
-    );
-    const fetchNext = () => {
-      const rows = sqlRows<RecordRead>(tx, sql`fetch ${sql.raw(String(RECORDS_PER_READ))} from agreement_records`);
-      rows.catch(() => undefined); // awaited below; a failure while the chunk before is kept is not unhandled
-      return rows;
-    };
-    for (let next = fetchNext(); ; ) {
-      scope.deadline.check();
-      const rows = await beforeDeadline(next, scope.deadline);
-      if (rows.length === RECORDS_PER_READ) next = fetchNext();
-      await keep(rows);
-      if (rows.length < RECORDS_PER_READ) break;
-    }
-  });
-}
-
-/**
- * SQLite reads the spec's records by feedback_queue_idx in chunks of RECORDS_PER_READ in rowid
- * order (a range of that index: no sort, which its synchronous driver would run in one piece),
- * each one statement built as one JSON array by the database (one JSON.parse costs much less than
- * a driver row per record), letting the event loop and other statements run between chunks.
- */
-async function recordsOnSqlite(db: SqlScope, scope: ValuesScope, records: RecordsSql, keep: (chunk: RecordRead[]) => Promise<void>): Promise<void> {
-  // created_at holds epoch milliseconds. `|| ''` makes the value's JSON plain text, which
-  // json_array takes as a string (the JSON text the statistics parse) rather than as JSON.
-  const chunkAfter = (after: number) =>
-    sql`select json_group_array(json_array(svc_user_id, svc_call, ref_call, created_at, id, value)), max(rid), count(*)
-          from (select f.rowid as rid, f.svc_user_id, ${records.svcCall} as svc_call, ${records.refCall} as ref_call,
-                       f.created_at, f.id, case when octet_length(f.payload) <= ${INLINE_PAYLOAD_BYTES} then json(f.payload -> '$.value') || '' end as value
-                  from feedback f
-                 where ${records.where} and f.rowid > ${after}
-                 order by f.rowid
-                 limit ${RECORDS_PER_READ})`;
-  for (let after = 0; ; ) {
-    scope.deadline.check();
-    const [[chunk, last, count]] = (await sqliteArrays(db, chunkAfter(after))) as [[string, number, number]];
-    await keep((JSON.parse(chunk) as RecordTuple[]).map(([user, svcCall, refCall, createdMs, id, text]) => ({ user, svcCall, refCall, createdMs, id, text })));
-    if (count < RECORDS_PER_READ) break;
-    after = last;
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-}
-
-/**
- * [id, call id, creation time in epoch milliseconds] of the live items of the queue that its
- * overlap covers: those of these calls, or a page of them by call id (call ids are never empty).
- */
-async function liveItems(
-  db: SqlScope,
-  { queueId, coverage, ...which }: { queueId: string; coverage: number } & ({ callIds: string[] } | { after: string; limit: number }),
-): Promise<[string, string, number][]> {
-  const postgres = onPostgres(db);
-  const calls =
-    'callIds' in which
-      ? postgres
-        ? sql`and call_id = any(${which.callIds})`
-        : sql`and call_id in (${sql.list(which.callIds)})`
-      : sql`and call_id > ${which.after} order by call_id limit ${which.limit}`;
-  if (postgres) {
-    type Row = { id: string; call_id: string; created_ms: number };
-    const rows = await sqlRows<Row>(
-      db,
-      sql`select id, call_id, (extract(epoch from created_at) * 1000)::float8 as created_ms
-            from annotation_queue_items where queue_id = ${queueId} and deleted_at is null and coverage_point < ${coverage} ${calls}`,
-    );
-    return rows.map((row) => [row.id, row.call_id, row.created_ms]);
-  }
-  const rows = await sqliteArrays(db, sql`select id, call_id, created_at from annotation_queue_items where queue_id = ${queueId} and deleted_at is null and coverage_point < ${coverage} ${calls}`);
-  return rows as [string, string, number][];
-}
-
-/** [id, characters of JSON, the value's JSON text when at most MAX_VALUE_CHARS] of these records. */
-async function valuesById(db: SqlScope, projectId: string, ids: string[]): Promise<[string, number, string | null][]> {
-  const valueOf = sql.raw(onPostgres(db) ? `(payload -> 'value')::text` : `json(payload -> '$.value')`);
-  const statement = sql`select id, length(value) as chars, case when length(value) <= ${MAX_VALUE_CHARS} then value end as value
-                          from (select id, ${valueOf} as value from feedback where project_id = ${projectId} and id in (${sql.list(ids)})) v`;
-  if (!onPostgres(db)) return (await sqliteArrays(db, statement)) as [string, number, string | null][];
-  type Row = { id: string; chars: number; value: string | null };
-  return (await sqlRows<Row>(db, statement)).map((row) => [row.id, row.chars, row.value]);
-}
-
-/** `work`'s result, or the deadline's 503 if it comes first (the statement itself ends by statement_timeout). */
-async function beforeDeadline<T>(work: Promise<T>, deadline: AgreementDeadline): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(agreementTimedOut(deadline.timeoutMs)), Math.max(0, deadline.remainingMs));
-  });
-  try {
-    return await Promise.race([work, late]);
-  } finally {
-    clearTimeout(timer);
-    work.catch(() => undefined);
-  }
+  await Promise.all(Array.from({ length: Math.min(atOnce, inputs.length) }, turns));
+  if (failures.length) throw failures.reduce((first, failure) => (failure.index < first.index ? failure : first)).error;
+  return results;
 }
 
 /** The spec a scorer ref names (a queue's scorer refs were checked to name stored specs). */

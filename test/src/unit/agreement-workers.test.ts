@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { agreementStatistics, type RatedItem } from '../../../server/src/domain/agreement-statistics.ts';
 import { taskStatistics, type AgreementTask } from '../../../server/src/domain/agreement-thread.ts';
-import { AGREEMENT_SLOTS, AgreementDeadline, inAgreementSlot, statisticsInThread } from '../../../server/src/domain/agreement-workers.ts';
+import { AgreementDeadline } from '../../../server/src/domain/agreement-deadline.ts';
+import { AGREEMENT_SLOTS, inAgreementSlot, statisticsInThread } from '../../../server/src/domain/agreement-workers.ts';
 import { DomainError } from '../../../server/src/domain/errors.ts';
 
 // Agreement statistics in worker threads, within a time limit, AGREEMENT_SLOTS requests at once.
