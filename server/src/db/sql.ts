@@ -4,6 +4,8 @@ import { CompiledQuery, type Kysely, type KyselyPlugin } from 'kysely';
 import type { LoupeDatabase } from './entities.ts';
 import { LoupeSqliteDialect, type LoupeSqliteDatabase } from './sqlite-dialect.ts';
 import { SqliteGroupCommit } from './sqlite-group-commit.ts';
+import type { PostgresConnection } from './postgres-reader.ts';
+import type { StatementReader } from './statement-reader.ts';
 import { sql, Statement } from './statement.ts';
 
 // Which way to reach the database for which work (unit of work, typed Kysely, the sql template):
@@ -24,17 +26,6 @@ export type SqlScope = {
   /** Set inside a SQLite `sqlTransaction`: the connection it holds, which runs every statement directly. */
   readonly heldSqlite?: LoupeSqliteDatabase;
 };
-
-/**
- * A scope over a SQLite connection of its own, outside the ORM (agreement's reading threads, on a
- * connection from openSqliteReader): every statement runs on it directly, no Kysely.
- */
-export function ownSqliteScope(connection: LoupeSqliteDatabase): SqlScope {
-  const outside = (): never => {
-    throw new Error('this SQLite scope runs statements on its own connection only, outside the ORM');
-  };
-  return { heldSqlite: connection, getKysely: outside, getPlatform: outside };
-}
 
 /** The plugin of typed Kysely per ORM (by its platform): converts values as the entities declare them. */
 const typedPlugins = new WeakMap<Platform, KyselyPlugin>();
@@ -194,7 +185,7 @@ export function inList(column: string, values: readonly unknown[] | undefined): 
 
 /** Whether the scope talks to PostgreSQL (row and advisory locks) rather than SQLite. */
 export function onPostgres(db: SqlScope): boolean {
-  return !db.heldSqlite && !(db.getPlatform() instanceof SqlitePlatform);
+  return !(db.getPlatform() instanceof SqlitePlatform);
 }
 
 /**
@@ -236,7 +227,7 @@ const groups = new WeakMap<LoupeSqliteDatabase, SqliteGroupCommit>();
 
 /**
  * The SQLite file the scope's ORM serves, for a connection of another thread's own
- * (ownSqliteScope); undefined on PostgreSQL, for an in-memory database, and inside a transaction
+ * (sqlite-reader.ts); undefined on PostgreSQL, for an in-memory database, and inside a transaction
  * (another connection would not see its writes).
  */
 export function sqliteFileOf(db: SqlScope): string | undefined {
@@ -245,6 +236,37 @@ export function sqliteFileOf(db: SqlScope): string | undefined {
   if (!(platform instanceof SqlitePlatform) || db.getKysely().isTransaction) return undefined;
   const dialect: unknown = platform.getConfig().get('driverOptions');
   return dialect instanceof LoupeSqliteDialect && dialect.path !== ':memory:' ? dialect.path : undefined;
+}
+
+/** Reads through the scope (StatementReader), as a worker thread reads through a connection of its own. */
+export function scopeReader(db: SqlScope): StatementReader {
+  return {
+    dialect: dialectOf(db),
+    rows: (statement) => sqlRows(db, statement),
+    arrays: (statement) => sqliteArrays(db, statement),
+    readOnly: (work) =>
+      sqlTransaction(db, async (tx) => {
+        if (onPostgres(tx)) await sqlRun(tx, sql`set transaction read only`);
+        return work(scopeReader(tx));
+      }),
+  };
+}
+
+/** How the scope's ORM reaches PostgreSQL, for a pool of another thread's own (postgres-reader.ts); undefined on SQLite. */
+export function postgresConnectionOf(db: SqlScope): PostgresConnection | undefined {
+  if (!onPostgres(db)) return undefined;
+  const config = db.getPlatform().getConfig();
+  const url = config.get('clientUrl');
+  if (!url) return undefined;
+  const options = (config.get('driverOptions') ?? {}) as Record<string, unknown>;
+  const number = (key: string) => (typeof options[key] === 'number' ? options[key] : undefined);
+  return {
+    url,
+    connectMs: number('connectionTimeoutMillis'),
+    statementMs: number('statement_timeout'),
+    queryMs: number('query_timeout'),
+    idleInTransactionMs: number('idle_in_transaction_session_timeout'),
+  };
 }
 
 function heldDatabase(platform: Platform): LoupeSqliteDatabase | undefined {

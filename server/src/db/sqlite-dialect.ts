@@ -60,42 +60,6 @@ function wrap(stmt: StatementSync, reader: boolean): SqliteStatement {
 }
 
 /**
- * A connection as Kysely's driver (and sql.ts inside a held connection) calls it, with a cache of
- * recently used statements, wrapped once in the shape Kysely's driver calls; those that return
- * arrays apart (the mode is the statement's own).
- */
-function loupeDatabase(db: DatabaseSync): LoupeSqliteDatabase {
-  const cache = new StatementCache<SqliteStatement>();
-  const arrayCache = new StatementCache<{ all(params: readonly unknown[]): unknown[][] }>();
-  return {
-    prepare: (sql: string) => cache.get(sql, () => wrap(db.prepare(sql), READER.test(sql) || RETURNING.test(sql))),
-    arrays: (sql: string) =>
-      arrayCache.get(sql, () => {
-        const stmt = db.prepare(sql);
-        stmt.setReturnArrays(true);
-        return { all: (params) => stmt.all(...(params as SQLInputValue[])) as unknown as unknown[][] };
-      }),
-    inTransaction: () => db.isTransaction,
-    close() {
-      cache.clear();
-      arrayCache.clear();
-      db.close();
-    },
-  };
-}
-
-/**
- * A read-only connection of its own to the database file at `path`, beside the server's one (WAL:
- * it reads committed data while the server writes). An 8 MiB page cache: it reads one request's
- * rows at a time.
- */
-export function openSqliteReader(path: string): LoupeSqliteDatabase {
-  const db = new DatabaseSync(path, { readOnly: true });
-  db.exec('pragma busy_timeout = 5000; pragma cache_size = -8192');
-  return loupeDatabase(db);
-}
-
-/**
  * How every transaction begins. A deferred `begin` takes the write lock only at the first write;
  * if another connection (the admin tool, say) holds it then, a transaction that has already read
  * cannot wait for it (SQLite answers SQLITE_BUSY at once, since waiting could not keep its
@@ -134,7 +98,25 @@ export class LoupeSqliteDialect extends SqliteDialect {
         const db = new DatabaseSync(path);
         // A 32 MiB page cache (SQLite's default is 2 MiB) keeps index pages of a growing database warm.
         db.exec('pragma journal_mode = wal; pragma synchronous = normal; pragma busy_timeout = 5000; pragma foreign_keys = on; pragma cache_size = -32768');
-        const database = loupeDatabase(db);
+        // Recently used statements, wrapped once in the shape Kysely's driver calls; those that
+        // return arrays apart (the mode is the statement's own).
+        const cache = new StatementCache<SqliteStatement>();
+        const arrayCache = new StatementCache<{ all(params: readonly unknown[]): unknown[][] }>();
+        const database: LoupeSqliteDatabase = {
+          prepare: (sql: string) => cache.get(sql, () => wrap(db.prepare(sql), READER.test(sql) || RETURNING.test(sql))),
+          arrays: (sql: string) =>
+            arrayCache.get(sql, () => {
+              const stmt = db.prepare(sql);
+              stmt.setReturnArrays(true);
+              return { all: (params) => stmt.all(...(params as SQLInputValue[])) as unknown as unknown[][] };
+            }),
+          inTransaction: () => db.isTransaction,
+          close() {
+            cache.clear();
+            arrayCache.clear();
+            db.close();
+          },
+        };
         this.database = database;
         return database;
       },

@@ -1,5 +1,5 @@
 import { ConnectionException } from '@mikro-orm/core';
-import { QUERY_READ_TIMEOUT } from './postgres-driver.ts';
+import { QUERY_READ_TIMEOUT } from './self-closing-client.ts';
 
 // Faults that mean "the database cannot serve this right now; the same request may succeed
 // shortly", as opposed to a fault in a query (500). PostgreSQL reports SQLSTATE strings in

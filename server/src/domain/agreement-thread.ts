@@ -1,7 +1,8 @@
 import { parentPort } from 'node:worker_threads';
 import type { AgreementLevel } from '@loupe/shared';
-import { ownSqliteScope } from '../db/sql.ts';
-import { openSqliteReader } from '../db/sqlite-dialect.ts';
+import { openPostgresReader, type PostgresConnection } from '../db/postgres-reader.ts';
+import { openSqliteReader } from '../db/sqlite-reader.ts';
+import type { StatementReader } from '../db/statement-reader.ts';
 import { AgreementDeadline } from './agreement-deadline.ts';
 import { agreementStatistics, type AgreementStatistics, type RatedItem } from './agreement-statistics.ts';
 import { QueueItems, specTask, withItems, type AgreementTask, type ValuesScope } from './agreement-values.ts';
@@ -10,23 +11,26 @@ import { DomainError, type DomainErrorKind } from './errors.ts';
 // The code of an agreement worker thread (agreement-workers.ts starts it): the statistics of one
 // scorer spec, away from the event loop. The values come compact (typed arrays and the distinct
 // values' JSON text once each), as structured cloning of one object per value would cost the
-// event loop much of what the thread saves it. On SQLite the thread reads the spec's values
-// itself, through a read-only connection of its own: two specs are then read at once, each on a
-// core, and the event loop runs no agreement statement.
+// event loop much of what the thread saves it. Or the thread reads the spec's values itself,
+// through a connection of its own: two specs are then read at once, each on a core, and the event
+// loop neither runs nor decodes an agreement statement.
 
 export type { AgreementTask } from './agreement-values.ts';
 
-/** A spec of a queue for a thread to read on SQLite: where the database is, what to read, and the time left. */
-export type SqliteSpec = {
-  path: string;
+/** Where a thread reads: the SQLite file, or PostgreSQL as the server's pool reaches it. */
+export type SpecDatabase = { sqlite: string } | { postgresql: PostgresConnection };
+
+/** A spec of a queue for a thread to read: where, what, and the time left. */
+export type SpecRead = {
+  database: SpecDatabase;
   queue: { queueId: string; coverage: number };
   scope: Omit<ValuesScope, 'deadline'> & { level: AgreementLevel };
   timeoutMs: number;
   remainingMs: number;
 };
 
-/** What a thread is asked: statistics of values read (`task`), or a spec to read and compute (`sqlite`). */
-export type ThreadWork = { task: AgreementTask } | { sqlite: SqliteSpec };
+/** What a thread is asked: statistics of values read (`task`), or a spec to read and compute (`read`). */
+export type ThreadWork = { task: AgreementTask } | { read: SpecRead };
 
 /** What a thread answers: the statistics, or the domain error that stopped the work (any other error is the thread's own). */
 export type ThreadAnswer = { statistics: AgreementStatistics } | { refused: { kind: DomainErrorKind; reason: string } } | { failed: string };
@@ -45,27 +49,43 @@ export function taskStatistics(task: AgreementTask): AgreementStatistics {
   return agreementStatistics(items, task.level);
 }
 
+/** This thread's pool of connections to PostgreSQL (it closes them when idle), and the URL it reaches. */
+let postgresReader: { url: string; reader: StatementReader & { close(): Promise<void> } } | undefined;
+
 /**
- * A spec read through a read-only connection of this thread's own, and its statistics with their
- * items named. The connection is the read's alone (opening one costs about a millisecond): a
- * file replaced meanwhile is never read through a connection to the one it replaced.
+ * `work` on a connection of this thread's own: a read-only SQLite connection of the read's alone
+ * (opening one costs about a millisecond, and a file replaced meanwhile is never read through a
+ * connection to the one it replaced), or this thread's pool to PostgreSQL (one server's threads
+ * all reach one database; a pool to another is closed).
  */
-async function sqliteSpecStatistics({ path, queue, scope, timeoutMs, remainingMs }: SqliteSpec): Promise<AgreementStatistics> {
-  const deadline = new AgreementDeadline(timeoutMs, remainingMs);
-  const reader = openSqliteReader(path);
+async function onOwnConnection<T>(database: SpecDatabase, work: (db: StatementReader) => Promise<T>): Promise<T> {
+  if ('postgresql' in database) {
+    const { url } = database.postgresql;
+    if (postgresReader?.url !== url) {
+      void postgresReader?.reader.close().catch(() => undefined);
+      postgresReader = { url, reader: openPostgresReader(database.postgresql) };
+    }
+    return work(postgresReader.reader);
+  }
+  const reader = openSqliteReader(database.sqlite);
   try {
-    const db = ownSqliteScope(reader);
-    const { task, rated } = await specTask(db, new QueueItems(db, queue), { ...scope, deadline });
-    deadline.check();
-    return withItems(taskStatistics(task), rated);
+    return await work(reader);
   } finally {
     reader.close();
   }
 }
 
+/** A spec read on a connection of this thread's own, and its statistics with their items named. */
+async function specStatistics({ database, queue, scope, timeoutMs, remainingMs }: SpecRead): Promise<AgreementStatistics> {
+  const deadline = new AgreementDeadline(timeoutMs, remainingMs);
+  const { task, rated } = await onOwnConnection(database, (db) => specTask(db, new QueueItems(db, queue), { ...scope, deadline }));
+  deadline.check();
+  return withItems(taskStatistics(task), rated);
+}
+
 async function answer(work: ThreadWork): Promise<ThreadAnswer> {
   try {
-    return { statistics: 'task' in work ? taskStatistics(work.task) : await sqliteSpecStatistics(work.sqlite) };
+    return { statistics: 'task' in work ? taskStatistics(work.task) : await specStatistics(work.read) };
   } catch (error) {
     if (error instanceof DomainError) return { refused: { kind: error.kind, reason: error.message } };
     return { failed: error instanceof Error ? (error.stack ?? error.message) : String(error) };

@@ -1,13 +1,13 @@
 import { Worker } from 'node:worker_threads';
 import { agreementTimedOut, type AgreementDeadline } from './agreement-deadline.ts';
 import type { AgreementStatistics } from './agreement-statistics.ts';
-import type { SqliteSpec, ThreadAnswer, ThreadWork } from './agreement-thread.ts';
+import type { SpecRead, ThreadAnswer, ThreadWork } from './agreement-thread.ts';
 import type { AgreementTask } from './agreement-values.ts';
 import { DomainError } from './errors.ts';
 import { WorkSlots } from './work-slots.ts';
 
 // Agreement requests of one process run within a time limit, at most AGREEMENT_SLOTS at once, with
-// their statistics computed in worker threads (on SQLite, their values read there too): what one
+// their statistics computed in worker threads, their values mostly read there too: what one
 // request may hold (its values, see agreement-values.ts) and take (SPECS_AT_ONCE threads, until its
 // time is up) is bounded, and the event loop stays free.
 
@@ -44,9 +44,9 @@ export function statisticsInThread(task: AgreementTask, deadline: AgreementDeadl
   return inThread({ task }, [task.itemCreatedMs.buffer, task.itemStarts.buffer, task.entryAnnotator.buffer, task.entryText.buffer], deadline);
 }
 
-/** A SQLite spec's values read by a worker thread on a connection of its own, and their statistics (items named); bounded as statisticsInThread. */
-export function sqliteSpecInThread(spec: Omit<SqliteSpec, 'timeoutMs' | 'remainingMs'>, deadline: AgreementDeadline): Promise<AgreementStatistics> {
-  return inThread({ sqlite: { ...spec, timeoutMs: deadline.timeoutMs, remainingMs: deadline.remainingMs } }, [], deadline);
+/** A spec's values read by a worker thread on a connection of its own, and their statistics (items named); bounded as statisticsInThread. */
+export function specInThread(read: Omit<SpecRead, 'timeoutMs' | 'remainingMs'>, deadline: AgreementDeadline): Promise<AgreementStatistics> {
+  return inThread({ read: { ...read, timeoutMs: deadline.timeoutMs, remainingMs: deadline.remainingMs } }, [], deadline);
 }
 
 function inThread(work: ThreadWork, transfer: ArrayBuffer[], deadline: AgreementDeadline): Promise<AgreementStatistics> {

@@ -1,10 +1,11 @@
-import { parseRef, type Agreement, type AgreementLevel, type AnnotationQueueAgreementReq, type Json } from '@loupe/shared';
-import { jsonFromSql, sqlRows, sqliteFileOf, type SqlScope } from '../db/sql.ts';
+import { callRef, parseRef, type Agreement, type AgreementLevel, type AnnotationQueueAgreementReq, type Json } from '@loupe/shared';
+import { jsonFromSql, postgresConnectionOf, scopeReader, sqlRows, sqliteFileOf, type SqlScope } from '../db/sql.ts';
 import { sql } from '../db/statement.ts';
 import { AgreementDeadline } from './agreement-deadline.ts';
 import type { AgreementStatistics } from './agreement-statistics.ts';
 import { QueueItems, specTask, withItems, type ValuesScope } from './agreement-values.ts';
-import { inAgreementSlot, SPECS_AT_ONCE, sqliteSpecInThread, statisticsInThread } from './agreement-workers.ts';
+import type { SpecDatabase } from './agreement-thread.ts';
+import { inAgreementSlot, SPECS_AT_ONCE, specInThread, statisticsInThread } from './agreement-workers.ts';
 import { liveQueue } from './annotation-queues.ts';
 import { invalid } from './errors.ts';
 
@@ -21,9 +22,9 @@ type SpecRow = { name: string; field_schema: unknown };
  *
  * Bounded per request: the time (`timeoutMs`, then 503), what it holds (agreement-values.ts's
  * MAX_VALUE_CHARS, MAX_VALUES, MAX_VALUES_CHARS per spec, then 413; SPECS_AT_ONCE specs at a
- * time), and agreement-workers.ts's slots. Each spec's statistics run in a worker thread; on
- * SQLite its values are read there too, through a connection of the thread's own, so that two
- * specs are read at once (the one connection of the server reads one statement at a time).
+ * time), and agreement-workers.ts's slots. Each spec's values are read and computed in a worker
+ * thread, through a connection of the thread's own: two specs are read at once, each on a core,
+ * and the event loop decodes none of their rows.
  */
 export async function queueAgreement(db: SqlScope, req: AnnotationQueueAgreementReq, timeoutMs: number): Promise<Agreement[]> {
   const deadline = new AgreementDeadline(timeoutMs);
@@ -42,8 +43,8 @@ export async function queueAgreement(db: SqlScope, req: AnnotationQueueAgreement
   }
 
   const queueItems = { queueId: queue.id, coverage: Number(queue.overlap_coverage) };
-  const file = sqliteFileOf(db);
-  /** One spec's agreement: read and computed in a thread of its own (SQLite), or read here and computed in a thread. */
+  const database = databaseForThreads(db);
+  /** One spec's agreement: read and computed in a thread of its own, or (an in-memory database, a transaction) read here and computed in a thread. */
   const specAgreement = async (ref: string): Promise<Agreement> => {
     const spec = await specOf(db, req.project_id, ref);
     const level = req.levels?.[ref] ?? levelOf(spec.field_schema);
@@ -52,13 +53,15 @@ export async function queueAgreement(db: SqlScope, req: AnnotationQueueAgreement
       queueId: queue.id,
       specName: spec.name,
       ref,
+      callRefPrefix: callRef(req.project_id, ''),
       assignedOnly: queue.access === 'assigned',
       level: level ?? 'nominal',
     };
     let computed: AgreementStatistics;
-    if (file) computed = await sqliteSpecInThread({ path: file, queue: queueItems, scope }, deadline);
+    if (database) computed = await specInThread({ database, queue: queueItems, scope }, deadline);
     else {
-      const { task, rated } = await specTask(db, new QueueItems(db, queueItems), { ...scope, deadline });
+      const reader = scopeReader(db);
+      const { task, rated } = await specTask(reader, new QueueItems(reader, queueItems), { ...scope, deadline });
       computed = withItems(await statisticsInThread(task, deadline), rated);
     }
     // Free text is compared as it is (who gave a value, where they differ) but not rated.
@@ -68,6 +71,14 @@ export async function queueAgreement(db: SqlScope, req: AnnotationQueueAgreement
     return { scorer_ref: ref, name: spec.name, level, ...statistics, disagreements };
   };
   return inAgreementSlot(deadline, () => inTurns(refs, SPECS_AT_ONCE, specAgreement));
+}
+
+/** Where a thread of its own reads the database the scope reads, when it can (sqliteFileOf, postgresConnectionOf). */
+function databaseForThreads(db: SqlScope): SpecDatabase | undefined {
+  const file = sqliteFileOf(db);
+  if (file) return { sqlite: file };
+  const postgresql = postgresConnectionOf(db);
+  return postgresql && !db.getKysely().isTransaction ? { postgresql } : undefined;
 }
 
 /**
