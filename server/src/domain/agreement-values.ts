@@ -222,9 +222,9 @@ async function latestValues(db: StatementReader, items: QueueItems, scope: Value
   };
   const latest = new LatestValues(scope.specName);
   const keep = async (chunk: RecordRead[]) => {
-    await items.lookUp(chunk, deadline);
+    await items.lookUp(chunk, { deadline, callOf: records.callOf });
     for (const record of chunk) {
-      const item = (record.svcCall === null ? undefined : items.get(record.svcCall)) ?? (record.refCall === null ? undefined : items.get(record.refCall));
+      const item = items.get(records.callOf(record.svcRef)) ?? items.get(records.callOf(record.callRef));
       if (item) latest.add(item, record.user, record);
     }
   };
@@ -287,14 +287,13 @@ export class QueueItems {
   }
 
   /** Makes the items of the calls these records name known. */
-  async lookUp(records: RecordRead[], deadline: AgreementDeadline): Promise<void> {
+  async lookUp(records: RecordRead[], { deadline, callOf }: { deadline: AgreementDeadline; callOf: RecordsSql['callOf'] }): Promise<void> {
     this.#complete ??= await this.#readAll(deadline);
     if (this.#complete) return;
     const unknownOf = () => {
       const unknown = new Set<string>();
-      for (const { svcCall, refCall } of records) {
-        if (svcCall !== null && !this.#known.has(svcCall)) unknown.add(svcCall);
-        if (refCall !== null && !this.#known.has(refCall)) unknown.add(refCall);
+      for (const record of records) {
+        for (const callId of [callOf(record.svcRef), callOf(record.callRef)]) if (callId !== null && !this.#known.has(callId)) unknown.add(callId);
       }
       return unknown;
     };
@@ -325,18 +324,19 @@ export class QueueItems {
   }
 
   /** The item of a call looked up, if it has one. */
-  get(callId: string): LiveItem | undefined {
-    return this.#known.get(callId) ?? undefined;
+  get(callId: string | null): LiveItem | undefined {
+    return callId === null ? undefined : (this.#known.get(callId) ?? undefined);
   }
 }
 
 /** The statement that reads a spec's records: its filter, and the call id of a ref it reads (null for none of the project's calls). */
 type RecordsSql = { callOf: (ref: string | null) => string | null; where: Statement };
 /**
- * A record as read: its annotator, the call ids of its refs (null where a ref names no call of
- * the project), its time and id, and its value's JSON text (null while unread: a long payload).
+ * A record as read: its annotator, its refs (RecordsSql's callOf tells the call each names), its
+ * time and id, and its value's JSON text (null while unread: a long payload). On PostgreSQL, the
+ * driver's row is the record.
  */
-type RecordRead = { user: string; svcCall: string | null; refCall: string | null; createdMs: number; id: string; text: string | null };
+type RecordRead = { user: string; svcRef: string; callRef: string | null; createdMs: number; id: string; text: string | null };
 /** A record as SQLite's row of a chunk holds it: its rowid, then as RecordRead with its refs. */
 type RecordTuple = [rowid: number, user: string, svcRef: string, callRef: string | null, createdMs: number, id: string, text: string | null];
 
@@ -350,7 +350,6 @@ async function recordsOnPostgres(db: StatementReader, scope: ValuesScope, record
   // Times as epoch milliseconds in a float8, rounded (exact below 2^53): no Date per row, and
   // date_part's float8 where extract's numeric arithmetic took 35 ms of the database's time per
   // 30,000 records.
-  type Row = Omit<RecordRead, 'svcCall' | 'refCall'> & { svcRef: string; callRef: string | null };
   await db.readOnly(async (tx) => {
     await tx.rows(
       sql`declare agreement_records no scroll cursor for
@@ -361,7 +360,7 @@ async function recordsOnPostgres(db: StatementReader, scope: ValuesScope, record
           where ${records.where}`,
     );
     const fetchNext = () => {
-      const rows = tx.rows<Row>(sql`fetch ${sql.raw(String(RECORDS_PER_READ))} from agreement_records`);
+      const rows = tx.rows<RecordRead>(sql`fetch ${sql.raw(String(RECORDS_PER_READ))} from agreement_records`);
       rows.catch(() => undefined); // awaited below; a failure while the chunk before is kept is not unhandled
       return rows;
     };
@@ -369,7 +368,7 @@ async function recordsOnPostgres(db: StatementReader, scope: ValuesScope, record
       scope.deadline.check();
       const rows = await beforeDeadline(next, scope.deadline);
       if (rows.length === RECORDS_PER_READ) next = fetchNext();
-      await keep(rows.map(({ svcRef, callRef, ...row }) => ({ ...row, svcCall: records.callOf(svcRef), refCall: records.callOf(callRef) })));
+      await keep(rows);
       if (rows.length < RECORDS_PER_READ) break;
     }
   });
@@ -393,7 +392,7 @@ async function recordsOnSqlite(db: StatementReader, scope: ValuesScope, records:
   for (let after = 0; ; ) {
     scope.deadline.check();
     const rows = (await db.arrays(chunkAfter(after))) as RecordTuple[];
-    await keep(rows.map(([, user, svcRef, callRef, createdMs, id, text]) => ({ user, svcCall: records.callOf(svcRef), refCall: records.callOf(callRef), createdMs, id, text })));
+    await keep(rows.map(([, user, svcRef, callRef, createdMs, id, text]) => ({ user, svcRef, callRef, createdMs, id, text })));
     if (rows.length < RECORDS_PER_READ) break;
     after = rows.at(-1)![0];
     await new Promise((resolve) => setImmediate(resolve));

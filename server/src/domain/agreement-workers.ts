@@ -21,6 +21,12 @@ export const AGREEMENT_SLOTS = 1;
 export const SPECS_AT_ONCE = 2;
 /** The heap of one worker thread: a computation that needs more fails alone. */
 const THREAD_HEAP_MB = 128;
+/**
+ * Its space for new objects, as the server's own (--max-semi-space-size=16): V8 sizes it from the
+ * old space otherwise, small enough that a spec's rows, read and dropped a chunk at a time, were
+ * collected over and over.
+ */
+const THREAD_YOUNG_MB = 48;
 
 const THREAD_URL = new URL('./agreement-thread.ts', import.meta.url);
 
@@ -74,7 +80,7 @@ function inThread(work: ThreadWork, transfer: ArrayBuffer[], deadline: Agreement
 }
 
 function startThread(): Worker {
-  const worker = new Worker(THREAD_URL, { resourceLimits: { maxOldGenerationSizeMb: THREAD_HEAP_MB } });
+  const worker = new Worker(THREAD_URL, { resourceLimits: { maxOldGenerationSizeMb: THREAD_HEAP_MB, maxYoungGenerationSizeMb: THREAD_YOUNG_MB } });
   // An idle thread does not keep the process alive; one that fails while idle is dropped.
   worker.unref();
   const drop = () => {
