@@ -22,11 +22,11 @@ export const SPECS_AT_ONCE = 2;
 /** The heap of one worker thread: a computation that needs more fails alone. */
 const THREAD_HEAP_MB = 128;
 /**
- * Its space for new objects, as the server's own (--max-semi-space-size=16): V8 sizes it from the
- * old space otherwise, small enough that a spec's rows, read and dropped a chunk at a time, were
- * collected over and over.
+ * Its space for new objects: V8 sizes it from the old space otherwise, small enough that a spec's
+ * rows, read and dropped a chunk at a time, were collected over and over. A request's threads
+ * hold at most SPECS_AT_ONCE × (THREAD_HEAP_MB + THREAD_YOUNG_MB) of heap.
  */
-const THREAD_YOUNG_MB = 48;
+const THREAD_YOUNG_MB = 32;
 
 const THREAD_URL = new URL('./agreement-thread.ts', import.meta.url);
 
