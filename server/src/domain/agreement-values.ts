@@ -16,10 +16,18 @@ export const MAX_VALUE_CHARS = 65_536;
 export const MAX_VALUES = 100_000;
 /** JSON text of all those values together, at most. */
 export const MAX_VALUES_CHARS = 4 * 1024 * 1024;
-/** A record's value is read as the records are scanned when its payload is this short; a longer one only if latest. */
-const INLINE_PAYLOAD_BYTES = 4096;
-/** Records per statement (SQLite) or fetch from a cursor (PostgreSQL) when a spec's records are read. */
-const RECORDS_PER_READ = 2000;
+/**
+ * A record's value is read as the records are scanned when its payload is this short; a longer one
+ * only if latest. With RECORDS_PER_READ, what a chunk of records holds: at most 10 MB of values
+ * (two chunks at once on PostgreSQL, one read ahead).
+ */
+const INLINE_PAYLOAD_BYTES = 1024;
+/**
+ * Records per statement (SQLite) or fetch from a cursor (PostgreSQL) when a spec's records are
+ * read. On PostgreSQL 10,000 a fetch read a spec of 30,000 records in p50 337–387 ms a request,
+ * 2,000 in 452–481 ms (the round trips), 30,000 in 453–463 ms (nothing read ahead).
+ */
+const RECORDS_PER_READ = 10_000;
 /** Ids per statement when the long values of the latest records are read. */
 const IDS_PER_READ = 500;
 

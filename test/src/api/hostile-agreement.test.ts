@@ -97,7 +97,7 @@ describeEachBackend('hostile agreement requests', (backend) => {
     expect(worstHealthMs).toBeLessThan(1_000);
   });
 
-  it('reads only the latest record: 40 superseded records of 1 MB on one item, then short ones that count (one read by id, its payload over 4 KiB)', async () => {
+  it('reads only the latest record: 40 superseded records of 1 MB on one item, then short ones that count (one read by id, its payload over 1 KiB)', async () => {
     const [first, second] = annotators as [CreatedKeyForTest, CreatedKeyForTest];
     for (let sent = 0; sent < 40; sent += 20) {
       const reply = await batchCreate(server, first.api_key, Array.from({ length: 20 }, () => annotation(note, callIds[0]!, LARGE)));
