@@ -40,7 +40,7 @@ export function openPostgresReader(connection: PostgresConnection): StatementRea
   const on = (client: pg.Pool | pg.PoolClient): StatementReader => ({
     dialect: 'postgresql',
     rows: async <T>(statement: Statement) => (await client.query(statement.text('postgresql'), statement.params as unknown[])).rows as T[],
-    arrays: () => Promise.reject(new Error('arrays are read on SQLite only')),
+    arrays: async (statement) => (await client.query({ text: statement.text('postgresql'), values: statement.params as unknown[], rowMode: 'array' })).rows as unknown[][],
     readOnly: async (work) => {
       const held = await pool.connect();
       try {

@@ -243,7 +243,7 @@ export function scopeReader(db: SqlScope): StatementReader {
   return {
     dialect: dialectOf(db),
     rows: (statement) => sqlRows(db, statement),
-    arrays: (statement) => sqliteArrays(db, statement),
+    arrays: async (statement) => (onPostgres(db) ? (await sqlRows<Record<string, unknown>>(db, statement)).map((row) => Object.values(row)) : sqliteArrays(db, statement)),
     readOnly: (work) =>
       sqlTransaction(db, async (tx) => {
         if (onPostgres(tx)) await sqlRun(tx, sql`set transaction read only`);

@@ -9,7 +9,7 @@ export interface StatementReader {
   readonly dialect: 'sqlite' | 'postgresql';
   /** The rows of a read, with named columns. */
   rows<T>(statement: Statement): Promise<T[]>;
-  /** SQLite: the rows of a read as arrays of values in the select list's order. */
+  /** The rows of a read as arrays of values in the select list's order (no object per row). */
   arrays(statement: Statement): Promise<unknown[][]>;
   /** PostgreSQL: `work` in a read-only transaction on one connection (where a cursor lives). */
   readOnly<T>(work: (tx: StatementReader) => Promise<T>): Promise<T>;

@@ -101,7 +101,7 @@ class LatestValues {
   }
 
   /** A record of `user` for the item; the later one of an annotator and item wins. */
-  add(item: LiveItem, user: string, record: RecordRead): void {
+  add(item: LiveItem, user: string, [, , , createdMs, id, text]: RecordRead): void {
     let annotator = this.#annotatorIndex.get(user);
     if (annotator === undefined) {
       this.#annotatorIndex.set(user, (annotator = this.annotators.length));
@@ -112,7 +112,7 @@ class LatestValues {
     let entry = slot.latest[annotator];
     if (entry !== undefined) {
       const heldMs = this.#entryCreatedMs[entry]!;
-      if (!(record.createdMs !== heldMs ? record.createdMs > heldMs : record.id > this.#entryId[entry]!)) return;
+      if (!(createdMs !== heldMs ? createdMs > heldMs : id > this.#entryId[entry]!)) return;
       this.#chars -= this.#entryText[entry]?.length ?? 0;
     } else {
       entry = this.#entryId.length;
@@ -124,10 +124,10 @@ class LatestValues {
       }
       slot.latest[annotator] = entry;
     }
-    this.#entryCreatedMs[entry] = record.createdMs;
-    this.#entryId[entry] = record.id;
+    this.#entryCreatedMs[entry] = createdMs;
+    this.#entryId[entry] = id;
     this.#entryText[entry] = null;
-    if (record.text !== null) this.#setText(slot, user, entry, record.text);
+    if (text !== null) this.#setText(slot, user, entry, text);
   }
 
   /** The feedback id of a latest record. */
@@ -232,8 +232,8 @@ async function latestValues(db: StatementReader, items: QueueItems, scope: Value
   const keep = async (chunk: RecordRead[]) => {
     await items.lookUp(chunk, { deadline, callOf: records.callOf });
     for (const record of chunk) {
-      const item = items.get(records.callOf(record.svcRef)) ?? items.get(records.callOf(record.callRef));
-      if (item) latest.add(item, record.user, record);
+      const item = items.get(records.callOf(record[SVC_REF])) ?? items.get(records.callOf(record[CALL_REF]));
+      if (item) latest.add(item, record[USER], record);
     }
   };
   if (db.dialect === 'postgresql') await recordsOnPostgres(db, scope, records, keep);
@@ -301,7 +301,7 @@ export class QueueItems {
     const unknownOf = () => {
       const unknown = new Set<string>();
       for (const record of records) {
-        for (const callId of [callOf(record.svcRef), callOf(record.callRef)]) if (callId !== null && !this.#known.has(callId)) unknown.add(callId);
+        for (const callId of [callOf(record[SVC_REF]), callOf(record[CALL_REF])]) if (callId !== null && !this.#known.has(callId)) unknown.add(callId);
       }
       return unknown;
     };
@@ -340,13 +340,15 @@ export class QueueItems {
 /** The statement that reads a spec's records: its filter, and the call id of a ref it reads (null for none of the project's calls). */
 type RecordsSql = { callOf: (ref: string | null) => string | null; where: Statement };
 /**
- * A record as read: its annotator, its refs (RecordsSql's callOf tells the call each names), its
- * time and id, and its value's JSON text (null while unread: a long payload). On PostgreSQL, the
- * driver's row is the record.
+ * A record as read, a row of values (no object per row for the driver to build): its annotator,
+ * its refs (RecordsSql's callOf tells the call each names), its time and id, its value's JSON
+ * text (null while unread: a long payload), and on SQLite its rowid (where the next chunk starts).
  */
-type RecordRead = { user: string; svcRef: string; callRef: string | null; createdMs: number; id: string; text: string | null };
-/** A record as SQLite's row of a chunk holds it: its rowid, then as RecordRead with its refs. */
-type RecordTuple = [rowid: number, user: string, svcRef: string, callRef: string | null, createdMs: number, id: string, text: string | null];
+type RecordRead = [user: string, svcRef: string, callRef: string | null, createdMs: number, id: string, text: string | null, rowid?: number];
+const USER = 0;
+const SVC_REF = 1;
+const CALL_REF = 2;
+const ROWID = 6;
 
 /**
  * PostgreSQL reads the spec's records through a cursor (in a read-only transaction),
@@ -355,26 +357,25 @@ type RecordTuple = [rowid: number, user: string, svcRef: string, callRef: string
  * next chunk while `keep` takes one.
  */
 async function recordsOnPostgres(db: StatementReader, scope: ValuesScope, records: RecordsSql, keep: (chunk: RecordRead[]) => Promise<void>): Promise<void> {
-  // Times as epoch milliseconds in a float8, rounded (exact below 2^53): no Date per row, and
-  // date_part's float8 where extract's numeric arithmetic took 35 ms of the database's time per
-  // 30,000 records.
+  // The columns in RecordRead's order. Times as epoch milliseconds in a float8, rounded (exact
+  // below 2^53): no Date per row, and date_part's float8 where extract's numeric arithmetic took
+  // 35 ms of the database's time per 30,000 records.
   await db.readOnly(async (tx) => {
     await tx.rows(
       sql`declare agreement_records no scroll cursor for
-         select f.svc_user_id as "user", f.svc_ref as "svcRef", f.call_ref as "callRef",
-                round(date_part('epoch', f.created_at) * 1000) as "createdMs", f.id,
-                case when pg_column_size(f.payload) <= ${INLINE_PAYLOAD_BYTES} then (f.payload -> 'value')::text end as "text"
+         select f.svc_user_id, f.svc_ref, f.call_ref, round(date_part('epoch', f.created_at) * 1000), f.id,
+                case when pg_column_size(f.payload) <= ${INLINE_PAYLOAD_BYTES} then (f.payload -> 'value')::text end
            from feedback f
           where ${records.where}`,
     );
     const fetchNext = () => {
-      const rows = tx.rows<RecordRead>(sql`fetch ${sql.raw(String(RECORDS_PER_READ))} from agreement_records`);
+      const rows = tx.arrays(sql`fetch ${sql.raw(String(RECORDS_PER_READ))} from agreement_records`);
       rows.catch(() => undefined); // awaited below; a failure while the chunk before is kept is not unhandled
       return rows;
     };
     for (let next = fetchNext(); ; ) {
       scope.deadline.check();
-      const rows = await beforeDeadline(next, scope.deadline);
+      const rows = (await beforeDeadline(next, scope.deadline)) as RecordRead[];
       if (rows.length === RECORDS_PER_READ) next = fetchNext();
       await keep(rows);
       if (rows.length < RECORDS_PER_READ) break;
@@ -389,20 +390,20 @@ async function recordsOnPostgres(db: StatementReader, scope: ValuesScope, record
  * statements run between chunks.
  */
 async function recordsOnSqlite(db: StatementReader, scope: ValuesScope, records: RecordsSql, keep: (chunk: RecordRead[]) => Promise<void>): Promise<void> {
-  // created_at holds epoch milliseconds; the value comes as its JSON text.
+  // The columns in RecordRead's order; created_at holds epoch milliseconds, the value comes as its JSON text.
   const chunkAfter = (after: number) =>
-    sql`select f.rowid, f.svc_user_id, f.svc_ref, f.call_ref, f.created_at, f.id,
-               case when octet_length(f.payload) <= ${INLINE_PAYLOAD_BYTES} then json(f.payload -> '$.value') end
+    sql`select f.svc_user_id, f.svc_ref, f.call_ref, f.created_at, f.id,
+               case when octet_length(f.payload) <= ${INLINE_PAYLOAD_BYTES} then json(f.payload -> '$.value') end, f.rowid
           from feedback f
          where ${records.where} and f.rowid > ${after}
          order by f.rowid
          limit ${RECORDS_PER_READ}`;
   for (let after = 0; ; ) {
     scope.deadline.check();
-    const rows = (await db.arrays(chunkAfter(after))) as RecordTuple[];
-    await keep(rows.map(([, user, svcRef, callRef, createdMs, id, text]) => ({ user, svcRef, callRef, createdMs, id, text })));
+    const rows = (await db.arrays(chunkAfter(after))) as RecordRead[];
+    await keep(rows);
     if (rows.length < RECORDS_PER_READ) break;
-    after = rows.at(-1)![0];
+    after = rows.at(-1)![ROWID]!;
     await new Promise((resolve) => setImmediate(resolve));
   }
 }
