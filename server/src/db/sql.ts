@@ -244,11 +244,14 @@ export function scopeReader(db: SqlScope): StatementReader {
     dialect: dialectOf(db),
     rows: (statement) => sqlRows(db, statement),
     arrays: async (statement) => (onPostgres(db) ? (await sqlRows<Record<string, unknown>>(db, statement)).map((row) => Object.values(row)) : sqliteArrays(db, statement)),
+    // SQLite's transactions here take the write lock (BEGIN): a read there runs as it is.
     readOnly: (work) =>
-      sqlTransaction(db, async (tx) => {
-        if (onPostgres(tx)) await sqlRun(tx, sql`set transaction read only`);
-        return work(scopeReader(tx));
-      }),
+      onPostgres(db)
+        ? sqlTransaction(db, async (tx) => {
+            await sqlRun(tx, sql`set transaction read only`);
+            return work(scopeReader(tx));
+          })
+        : work(scopeReader(db)),
   };
 }
 

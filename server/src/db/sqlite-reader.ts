@@ -2,6 +2,10 @@ import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlit
 import type { Statement } from './statement.ts';
 import type { StatementReader } from './statement-reader.ts';
 
+/** Statements a reader keeps prepared, at most, and the longest it keeps. */
+const CACHED = 16;
+const CACHEABLE_SQL_LENGTH = 16 * 1024;
+
 /**
  * A read-only connection of its own to the SQLite file at `path`, beside the server's one (WAL:
  * it reads what has committed while the server writes). An 8 MiB page cache: it reads one
@@ -11,15 +15,17 @@ export function openSqliteReader(path: string): StatementReader & { close(): voi
   const db = new DatabaseSync(path, { readOnly: true });
   db.exec('pragma busy_timeout = 5000; pragma cache_size = -8192');
   const params = (values: readonly unknown[]) => values as SQLInputValue[];
+  // The statements a read repeats (a chunk's, a page of items'), up to CACHED; a list of ids of
+  // another length each time is prepared for its one use.
   const prepared = new Map<string, StatementSync>();
-  const arrayed = new Map<string, StatementSync>();
   const prepare = (statement: Statement, arrays: boolean) => {
     const text = statement.text('sqlite');
-    const cache = arrays ? arrayed : prepared;
-    let stmt = cache.get(text);
+    const key = `${arrays ? 'a' : 'o'}${text}`;
+    let stmt = prepared.get(key);
     if (!stmt) {
-      cache.set(text, (stmt = db.prepare(text)));
+      stmt = db.prepare(text);
       stmt.setReturnArrays(arrays);
+      if (prepared.size < CACHED && text.length <= CACHEABLE_SQL_LENGTH) prepared.set(key, stmt);
     }
     return stmt;
   };

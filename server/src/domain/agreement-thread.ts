@@ -32,8 +32,15 @@ export type SpecRead = {
 /** What a thread is asked: statistics of values read (`task`), or a spec to read and compute (`read`). */
 export type ThreadWork = { task: AgreementTask } | { read: SpecRead };
 
-/** What a thread answers: the statistics, or the domain error that stopped the work (any other error is the thread's own). */
-export type ThreadAnswer = { statistics: AgreementStatistics } | { refused: { kind: DomainErrorKind; reason: string } } | { failed: string };
+/**
+ * What a thread answers: the statistics, the domain error that stopped the work, or another
+ * error with what tells a database that cannot serve (its driver's `code` and `errcode`: the
+ * error policy answers 503 to it, as to the same error on the event loop).
+ */
+export type ThreadAnswer =
+  | { statistics: AgreementStatistics }
+  | { refused: { kind: DomainErrorKind; reason: string } }
+  | { failed: { message: string; stack: string | undefined; code: unknown; errcode: unknown } };
 
 /** The statistics of a task; a disagreement's `item_id` is the item's index in the task, its `call_id` empty. */
 export function taskStatistics(task: AgreementTask): AgreementStatistics {
@@ -88,7 +95,8 @@ async function answer(work: ThreadWork): Promise<ThreadAnswer> {
     return { statistics: 'task' in work ? taskStatistics(work.task) : await specStatistics(work.read) };
   } catch (error) {
     if (error instanceof DomainError) return { refused: { kind: error.kind, reason: error.message } };
-    return { failed: error instanceof Error ? (error.stack ?? error.message) : String(error) };
+    const { message, stack, code, errcode } = error instanceof Error ? (error as Error & { code?: unknown; errcode?: unknown }) : { message: String(error), stack: undefined, code: undefined, errcode: undefined };
+    return { failed: { message, stack, code, errcode } };
   }
 }
 

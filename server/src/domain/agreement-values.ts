@@ -7,8 +7,8 @@ import { tooLarge } from './errors.ts';
 
 // One scorer spec's values in one queue, as the agreement (agreement.ts) compares them: each
 // annotator's latest record per live item, read in chunks within the request's bounds, and made
-// the compact task a statistics thread takes (agreement-thread.ts). Read on the event loop
-// (PostgreSQL) or in a reading thread of its own (SQLite, agreement-workers.ts).
+// the compact task its statistics are computed on. Read in a worker thread of the spec's own
+// (agreement-thread.ts), or on the event loop where no other connection sees the data.
 
 /** JSON text of one value, at most: annotation values are labels, numbers, short texts. */
 export const MAX_VALUE_CHARS = 65_536;
@@ -16,18 +16,17 @@ export const MAX_VALUE_CHARS = 65_536;
 export const MAX_VALUES = 100_000;
 /** JSON text of all those values together, at most. */
 export const MAX_VALUES_CHARS = 4 * 1024 * 1024;
-/**
- * A record's value is read as the records are scanned when its payload is this short; a longer one
- * only if latest. With RECORDS_PER_READ, what a chunk of records holds: at most 10 MB of values
- * (two chunks at once on PostgreSQL, one read ahead).
- */
+/** A record's value is read as the records are scanned when its payload is this short; a longer one only if latest. */
 const INLINE_PAYLOAD_BYTES = 1024;
 /**
  * Records per statement (SQLite) or fetch from a cursor (PostgreSQL) when a spec's records are
- * read. On PostgreSQL 10,000 a fetch read a spec of 30,000 records in p50 337–387 ms a request,
- * 2,000 in 452–481 ms (the round trips), 30,000 in 453–463 ms (nothing read ahead).
+ * read: on PostgreSQL, fetches of 5,000 or 10,000 read a spec of 30,000 records in p50 337–418 ms
+ * a request, of 2,000 in 452–481 ms (the round trips), of 30,000 in 453–463 ms (nothing read
+ * ahead). What a chunk holds: per record at most two refs of the project's calls (2 KiB each at
+ * most) and a value of INLINE_PAYLOAD_BYTES (PostgreSQL measures a payload compressed), some
+ * 25 MB at the bounds, two chunks at once on PostgreSQL (one read ahead).
  */
-const RECORDS_PER_READ = 10_000;
+const RECORDS_PER_READ = 5_000;
 /** Ids per statement when the long values of the latest records are read. */
 const IDS_PER_READ = 500;
 
@@ -220,10 +219,16 @@ const valueTooLong = ({ specName, callId, user, chars }: { specName: string; cal
 async function latestValues(db: StatementReader, items: QueueItems, scope: ValuesScope): Promise<LatestValues> {
   const { deadline } = scope;
   // The call id a ref names, cut out here: on PostgreSQL, substr and its comparison in the
-  // statement cost 10 ms of the database's time per 30,000 records for each of the two refs.
+  // statement cost 10 ms of the database's time per 30,000 records for each of the two refs. The
+  // statement returns only the refs that name a call of the project (callRefsOnly).
   const prefix = scope.callRefPrefix;
+  const prefixLength = [...prefix].length; // characters, as SQLite's substr counts them
   const records: RecordsSql = {
     callOf: (ref) => (ref !== null && ref.startsWith(prefix) ? ref.slice(prefix.length) : null),
+    callRefsOnly: (column) =>
+      db.dialect === 'postgresql'
+        ? sql`case when starts_with(${sql.raw(column)}, ${prefix}) then ${sql.raw(column)} end`
+        : sql`case when substr(${sql.raw(column)}, 1, ${sql.raw(String(prefixLength))}) = ${prefix} then ${sql.raw(column)} end`,
     where: sql`f.project_id = ${scope.projectId} and f.queue_id = ${scope.queueId} and f.feedback_type = ${`svc.annotation.${scope.specName}`} and f.annotation_ref = ${scope.ref}${
       scope.assignedOnly ? sql` and exists (select 1 from annotation_queue_assignees a where a.queue_id = ${scope.queueId} and a.user_id = f.svc_user_id)` : sql``
     }`,
@@ -338,13 +343,18 @@ export class QueueItems {
 }
 
 /** The statement that reads a spec's records: its filter, and the call id of a ref it reads (null for none of the project's calls). */
-type RecordsSql = { callOf: (ref: string | null) => string | null; where: Statement };
+type RecordsSql = {
+  callOf: (ref: string | null) => string | null;
+  /** A ref column as read: the ref when it names a call of the project, else null (a chunk holds no other ref). */
+  callRefsOnly: (column: string) => Statement;
+  where: Statement;
+};
 /**
  * A record as read, a row of values (no object per row for the driver to build): its annotator,
  * its refs (RecordsSql's callOf tells the call each names), its time and id, its value's JSON
  * text (null while unread: a long payload), and on SQLite its rowid (where the next chunk starts).
  */
-type RecordRead = [user: string, svcRef: string, callRef: string | null, createdMs: number, id: string, text: string | null, rowid?: number];
+type RecordRead = [user: string, svcRef: string | null, callRef: string | null, createdMs: number, id: string, text: string | null, rowid?: number];
 const USER = 0;
 const SVC_REF = 1;
 const CALL_REF = 2;
@@ -363,7 +373,7 @@ async function recordsOnPostgres(db: StatementReader, scope: ValuesScope, record
   await db.readOnly(async (tx) => {
     await tx.rows(
       sql`declare agreement_records no scroll cursor for
-         select f.svc_user_id, f.svc_ref, f.call_ref, round(date_part('epoch', f.created_at) * 1000), f.id,
+         select f.svc_user_id, ${records.callRefsOnly('f.svc_ref')}, ${records.callRefsOnly('f.call_ref')}, round(date_part('epoch', f.created_at) * 1000), f.id,
                 case when pg_column_size(f.payload) <= ${INLINE_PAYLOAD_BYTES} then (f.payload -> 'value')::text end
            from feedback f
           where ${records.where}`,
@@ -386,13 +396,13 @@ async function recordsOnPostgres(db: StatementReader, scope: ValuesScope, record
 /**
  * SQLite reads the spec's records by feedback_queue_idx in chunks of RECORDS_PER_READ in rowid
  * order (a range of that index: no sort, which its synchronous driver would run in one piece),
- * each chunk's rows as arrays of values (sqliteArrays), letting the event loop and other
- * statements run between chunks.
+ * each chunk's rows as arrays of values; on the event loop (agreement.ts's fallback), other work
+ * runs between chunks.
  */
 async function recordsOnSqlite(db: StatementReader, scope: ValuesScope, records: RecordsSql, keep: (chunk: RecordRead[]) => Promise<void>): Promise<void> {
   // The columns in RecordRead's order; created_at holds epoch milliseconds, the value comes as its JSON text.
   const chunkAfter = (after: number) =>
-    sql`select f.svc_user_id, f.svc_ref, f.call_ref, f.created_at, f.id,
+    sql`select f.svc_user_id, ${records.callRefsOnly('f.svc_ref')}, ${records.callRefsOnly('f.call_ref')}, f.created_at, f.id,
                case when octet_length(f.payload) <= ${INLINE_PAYLOAD_BYTES} then json(f.payload -> '$.value') end, f.rowid
           from feedback f
          where ${records.where} and f.rowid > ${after}

@@ -33,13 +33,54 @@ const THREAD_URL = new URL('./agreement-thread.ts', import.meta.url);
 const idle: Worker[] = [];
 
 const outOfMemory = () =>
-  new DomainError('too_large', `The agreement's statistics of one spec needed more than the ${THREAD_HEAP_MB} MB of memory they may take and were stopped.`);
+  new DomainError('too_large', `Reading and comparing one spec's values for the agreement needed more than the ${THREAD_HEAP_MB} MB of memory they may take and were stopped.`);
+
+/** A thread's error as the event loop would have had it: its message, and the driver's codes the error policy reads. */
+function threadFailure({ message, stack, code, errcode }: Extract<ThreadAnswer, { failed: unknown }>['failed']): Error {
+  const error = Object.assign(new Error(message), code === undefined ? {} : { code }, errcode === undefined ? {} : { errcode });
+  if (stack) error.stack = stack;
+  return error;
+}
+
+/**
+ * Threads ended but not yet stopped: terminate cannot interrupt a SQLite statement running in
+ * one, which goes on to its end. No request starts threads while any of these is still working,
+ * so at most SPECS_AT_ONCE threads ever work for agreement.
+ */
+const stopping = new Set<Promise<void>>();
+
+function stop(worker: Worker): void {
+  const stopped = worker.terminate().then(
+    () => undefined,
+    () => undefined,
+  );
+  stopping.add(stopped);
+  void stopped.finally(() => stopping.delete(stopped));
+}
 
 const slots = new WorkSlots(AGREEMENT_SLOTS);
 
 /** Runs `work` in one of AGREEMENT_SLOTS, waiting for one until the deadline. */
 export function inAgreementSlot<T>(deadline: AgreementDeadline, work: () => Promise<T>): Promise<T> {
-  return slots.run(work, { waitMs: deadline.remainingMs, refuse: () => agreementTimedOut(deadline.timeoutMs) });
+  return slots.run(
+    async () => {
+      await threadsStopped(deadline);
+      return work();
+    },
+    { waitMs: deadline.remainingMs, refuse: () => agreementTimedOut(deadline.timeoutMs) },
+  );
+}
+
+/** Waits, within the deadline, until no thread an earlier request ended is still working. */
+async function threadsStopped(deadline: AgreementDeadline): Promise<void> {
+  if (!stopping.size) return;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), Math.max(0, deadline.remainingMs))));
+  try {
+    while (stopping.size) if ((await Promise.race([Promise.all(stopping), late])) === 'late') throw agreementTimedOut(deadline.timeoutMs);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /**
@@ -63,13 +104,13 @@ function inThread(work: ThreadWork, transfer: ArrayBuffer[], deadline: Agreement
       clearTimeout(timer);
       worker.off('message', onMessage).off('error', onError).off('exit', onExit);
       if (reusable && idle.length < AGREEMENT_SLOTS * SPECS_AT_ONCE) idle.push(worker);
-      else void worker.terminate();
+      else stop(worker);
       outcome();
     };
     const onMessage = (reply: ThreadAnswer) => {
       if ('statistics' in reply) settle(() => resolve(reply.statistics), true);
       else if ('refused' in reply) settle(() => reject(new DomainError(reply.refused.kind, reply.refused.reason)), true);
-      else settle(() => reject(new Error(`agreement thread failed: ${reply.failed}`)), true);
+      else settle(() => reject(threadFailure(reply.failed)), true);
     };
     const onError = (error: Error & { code?: string }) => settle(() => reject(error.code === 'ERR_WORKER_OUT_OF_MEMORY' ? outOfMemory() : error), false);
     const onExit = (code: number) => settle(() => reject(new Error(`agreement thread exited with code ${code}`)), false);

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { agreementStatistics, type RatedItem } from '../../../server/src/domain/agreement-statistics.ts';
 import { taskStatistics, type AgreementTask } from '../../../server/src/domain/agreement-thread.ts';
 import { AgreementDeadline } from '../../../server/src/domain/agreement-deadline.ts';
-import { AGREEMENT_SLOTS, inAgreementSlot, statisticsInThread } from '../../../server/src/domain/agreement-workers.ts';
+import { AGREEMENT_SLOTS, inAgreementSlot, specInThread, statisticsInThread } from '../../../server/src/domain/agreement-workers.ts';
+import { isDatabaseUnavailable } from '../../../server/src/db/unavailable.ts';
 import { DomainError } from '../../../server/src/domain/errors.ts';
 
 // Agreement statistics in worker threads, within a time limit, AGREEMENT_SLOTS requests at once.
@@ -53,5 +54,20 @@ describe('agreement worker threads', () => {
     release();
     await Promise.all(holders);
     expect(await waiting).toBe('ran');
+  });
+
+  it('hand back a database that cannot serve a reading thread as the event loop would have it (the error policy answers 503)', async () => {
+    const read = {
+      queue: { queueId: 'q', coverage: 1 },
+      scope: { projectId: 'acme/p', queueId: 'q', specName: 's', ref: 'svc:///acme/p/object/s:d', callRefPrefix: 'svc:///acme/p/call/', assignedOnly: false, level: 'nominal' as const },
+    };
+    // Nothing listens on port 1 of loopback: the connection is refused at once.
+    const refused = await specInThread({ ...read, database: { postgresql: { url: 'postgres://postgres@127.0.0.1:1/none', connectMs: 2_000 } } }, new AgreementDeadline(10_000)).catch((e: unknown) => e);
+    const missing = await specInThread({ ...read, database: { sqlite: '/nonexistent/loupe.db' } }, new AgreementDeadline(10_000)).catch((e: unknown) => e);
+    for (const error of [refused, missing]) {
+      expect(error).toBeInstanceOf(Error);
+      expect(error).not.toBeInstanceOf(DomainError);
+      expect(isDatabaseUnavailable(error), String(error)).toBe(true);
+    }
   });
 });
