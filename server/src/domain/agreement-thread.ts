@@ -5,7 +5,7 @@ import { openSqliteReader } from '../db/sqlite-reader.ts';
 import type { StatementReader } from '../db/statement-reader.ts';
 import { AgreementDeadline } from './agreement-deadline.ts';
 import { agreementStatistics, type AgreementStatistics, type RatedItem } from './agreement-statistics.ts';
-import { QueueItems, specTask, withItems, type AgreementTask, type ValuesScope } from './agreement-values.ts';
+import { specTask, withItems, type AgreementTask, type ValuesScope } from './agreement-values.ts';
 import { DomainError, type DomainErrorKind } from './errors.ts';
 
 // The code of an agreement worker thread (agreement-workers.ts starts it): the statistics of one
@@ -85,7 +85,7 @@ async function onOwnConnection<T>(database: SpecDatabase, work: (db: StatementRe
 /** A spec read on a connection of this thread's own, and its statistics with their items named. */
 async function specStatistics({ database, queue, scope, timeoutMs, remainingMs }: SpecRead): Promise<AgreementStatistics> {
   const deadline = new AgreementDeadline(timeoutMs, remainingMs);
-  const { task, rated } = await onOwnConnection(database, (db) => specTask(db, new QueueItems(db, queue), { ...scope, deadline }));
+  const { task, rated } = await onOwnConnection(database, (db) => specTask(db, { ...scope, queue, deadline }));
   deadline.check();
   return withItems(taskStatistics(task), rated);
 }

@@ -49,9 +49,12 @@ export interface AgreementTask {
 /** A spec's task, and its items in the task's order (a disagreement names its item by that index). */
 export type SpecTask = { task: AgreementTask; rated: LiveItem[] };
 
-/** One spec's values read (latestValues) and made its statistics task. */
-export async function specTask(db: StatementReader, items: QueueItems, scope: ValuesScope & { level: AgreementLevel }): Promise<SpecTask> {
-  const latest = await latestValues(db, items, scope);
+/** One spec's values in the queue's live items read (latestValues) and made its statistics task. */
+export async function specTask(
+  db: StatementReader,
+  { queue, ...scope }: ValuesScope & { level: AgreementLevel; queue: { queueId: string; coverage: number } },
+): Promise<SpecTask> {
+  const latest = await latestValues(db, new QueueItems(db, queue), scope);
   const rated = [...latest.items.values()];
   return { task: latest.task(scope.level, rated), rated };
 }
@@ -285,9 +288,9 @@ const MAX_KNOWN_CALLS = 2 * MAX_VALUES;
  * its calls made PostgreSQL read the whole queue each time (without statistics — autovacuum off
  * or not yet run — its planner serves `queue_id = … and call_id = any(…)` by another index on
  * queue_id, filtering every item). A larger queue has its items looked up by the calls of each
- * chunk of records, once per request while at most MAX_KNOWN_CALLS are known.
+ * chunk of records, once per spec read while at most MAX_KNOWN_CALLS are known.
  */
-export class QueueItems {
+class QueueItems {
   readonly #known = new Map<string, LiveItem | null>();
   /** Whether #known holds every item (a call not in it has none); undecided before the first lookup. */
   #complete: boolean | undefined;

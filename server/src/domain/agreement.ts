@@ -3,7 +3,7 @@ import { jsonFromSql, postgresConnectionOf, scopeReader, sqlRows, sqliteFileOf, 
 import { sql } from '../db/statement.ts';
 import { AgreementDeadline } from './agreement-deadline.ts';
 import type { AgreementStatistics } from './agreement-statistics.ts';
-import { QueueItems, specTask, withItems, type ValuesScope } from './agreement-values.ts';
+import { specTask, withItems, type ValuesScope } from './agreement-values.ts';
 import type { SpecDatabase } from './agreement-thread.ts';
 import { inAgreementSlot, SPECS_AT_ONCE, specInThread, statisticsInThread } from './agreement-workers.ts';
 import { liveQueue } from './annotation-queues.ts';
@@ -60,8 +60,7 @@ export async function queueAgreement(db: SqlScope, req: AnnotationQueueAgreement
     let computed: AgreementStatistics;
     if (database) computed = await specInThread({ database, queue: queueItems, scope }, deadline);
     else {
-      const reader = scopeReader(db);
-      const { task, rated } = await specTask(reader, new QueueItems(reader, queueItems), { ...scope, deadline });
+      const { task, rated } = await specTask(scopeReader(db), { ...scope, queue: queueItems, deadline });
       computed = withItems(await statisticsInThread(task, deadline), rated);
     }
     // Free text is compared as it is (who gave a value, where they differ) but not rated.
