@@ -5,15 +5,10 @@ import type { StatementReader } from './statement-reader.ts';
 
 /**
  * How the server's own pool reaches PostgreSQL, as plain values a worker thread can be handed
- * (sql.ts's postgresConnectionOf): its URL and its time limits (orm.ts).
+ * (sql.ts's postgresConnectionOf): its URL, and the pool's numeric settings as orm.ts gives them
+ * to pg (its time limits: connectionTimeoutMillis, statement_timeout, query_timeout, …).
  */
-export type PostgresConnection = {
-  url: string;
-  connectMs?: number | undefined;
-  statementMs?: number | undefined;
-  queryMs?: number | undefined;
-  idleInTransactionMs?: number | undefined;
-};
+export type PostgresConnection = { url: string; limits: Record<string, number> };
 
 /** A connection left unused this long is closed: a thread that reads now and then holds none between. */
 const IDLE_MS = 5_000;
@@ -24,17 +19,7 @@ const IDLE_MS = 5_000;
  * items are looked up beside it.
  */
 export function openPostgresReader(connection: PostgresConnection): StatementReader & { close(): Promise<void> } {
-  const pool = new pg.Pool({
-    connectionString: connection.url,
-    Client: SelfClosingClient,
-    max: 2,
-    idleTimeoutMillis: IDLE_MS,
-    allowExitOnIdle: true,
-    ...(connection.connectMs ? { connectionTimeoutMillis: connection.connectMs } : {}),
-    ...(connection.statementMs ? { statement_timeout: connection.statementMs } : {}),
-    ...(connection.queryMs ? { query_timeout: connection.queryMs } : {}),
-    ...(connection.idleInTransactionMs ? { idle_in_transaction_session_timeout: connection.idleInTransactionMs } : {}),
-  });
+  const pool = new pg.Pool({ ...connection.limits, connectionString: connection.url, Client: SelfClosingClient, max: 2, idleTimeoutMillis: IDLE_MS, allowExitOnIdle: true });
   // An idle connection the server ended (a restart, a dropped database) is dropped by the pool; the next read opens another.
   pool.on('error', () => undefined);
   const on = (client: pg.Pool | pg.PoolClient): StatementReader => ({

@@ -261,15 +261,10 @@ export function postgresConnectionOf(db: SqlScope): PostgresConnection | undefin
   const config = db.getPlatform().getConfig();
   const url = config.get('clientUrl');
   if (!url) return undefined;
+  // The pool's own time limits, by pg's names (orm.ts): its Client class stays behind.
   const options = (config.get('driverOptions') ?? {}) as Record<string, unknown>;
-  const number = (key: string) => (typeof options[key] === 'number' ? options[key] : undefined);
-  return {
-    url,
-    connectMs: number('connectionTimeoutMillis'),
-    statementMs: number('statement_timeout'),
-    queryMs: number('query_timeout'),
-    idleInTransactionMs: number('idle_in_transaction_session_timeout'),
-  };
+  const limits = Object.fromEntries(Object.entries(options).filter((entry): entry is [string, number] => typeof entry[1] === 'number'));
+  return { url, limits };
 }
 
 function heldDatabase(platform: Platform): LoupeSqliteDatabase | undefined {

@@ -62,7 +62,7 @@ describe('agreement worker threads', () => {
       scope: { projectId: 'acme/p', queueId: 'q', specName: 's', ref: 'svc:///acme/p/object/s:d', callRefPrefix: 'svc:///acme/p/call/', assignedOnly: false, level: 'nominal' as const },
     };
     // Nothing listens on port 1 of loopback: the connection is refused at once.
-    const refused = await specInThread({ ...read, database: { postgresql: { url: 'postgres://postgres@127.0.0.1:1/none', connectMs: 2_000 } } }, new AgreementDeadline(10_000)).catch((e: unknown) => e);
+    const refused = await specInThread({ ...read, database: { postgresql: { url: 'postgres://postgres@127.0.0.1:1/none', limits: { connectionTimeoutMillis: 2_000 } } } }, new AgreementDeadline(10_000)).catch((e: unknown) => e);
     const missing = await specInThread({ ...read, database: { sqlite: '/nonexistent/loupe.db' } }, new AgreementDeadline(10_000)).catch((e: unknown) => e);
     for (const error of [refused, missing]) {
       expect(error).toBeInstanceOf(Error);
