@@ -155,37 +155,39 @@ export async function addItems(
   }
   const missing = unique.filter((id) => !calls.has(id));
   const present = unique.filter((id) => calls.has(id));
+  // Item ids (which order the queue) follow the request's order; the rows are inserted in call id
+  // order whatever the request's: two adds of the same calls in opposite orders would otherwise
+  // each wait, on PostgreSQL, for the other's uncommitted (queue_id, call_id) entry (a deadlock).
+  const itemIds = new Map(present.map((id) => [id, newId()]));
+  const inOrder = [...present].sort();
   const now = sqlDate(db, new Date());
   const displayFields = JSON.stringify(req.display_fields ?? []);
   const added = new Set<string>();
-  const addedItemIds: string[] = [];
   await publishingTransaction(db, events, async (tx, record) => {
     // Checked again after the queue's write lock: a delete may have come since the check above.
     await lockQueuesForWrite(tx, [req.queue_id]);
     await liveQueue(tx, req.project_id, req.queue_id);
     await ensureProject(tx, req.project_id);
-    for (let i = 0; i < present.length; i += CHUNK) {
-      const ids = present.slice(i, i + CHUNK);
+    for (let i = 0; i < inOrder.length; i += CHUNK) {
+      const ids = inOrder.slice(i, i + CHUNK);
       const rows = ids.map((id) => {
         const call = calls.get(id)!;
-        const itemId = newId();
+        const itemId = itemIds.get(id)!;
         return sql`(${sql.list([itemId, req.project_id, req.queue_id, id, call.started_at, call.ended_at ?? null, call.op_name, call.trace_id, displayFields, userId, now, userId, now, coveragePoint(itemId)])})`;
       });
-      const inserted = await sqlRows<{ id: string; call_id: string }>(tx,
+      const inserted = await sqlRows<{ call_id: string }>(tx,
         sql`insert into annotation_queue_items (id, project_id, queue_id, call_id, call_started_at, call_ended_at, call_op_name,
            call_trace_id, display_fields, added_by, created_at, created_by, updated_at, coverage_point)
          values ${sql.join(rows, ', ')}
          on conflict (queue_id, call_id) where deleted_at is null do nothing
-         returning id, call_id`,
+         returning call_id`,
       );
-      for (const row of inserted) {
-        added.add(row.call_id);
-        addedItemIds.push(row.id);
-      }
+      for (const row of inserted) added.add(row.call_id);
     }
     // One event for the whole add, without item ids: clients refetch the queue's items anyway.
     // Webhooks get the ids (rule_id: null, added by hand).
     if (added.size) {
+      const addedItemIds = present.filter((id) => added.has(id)).map((id) => itemIds.get(id)!);
       record(
         queueEvent('items_added', { projectId: req.project_id, queueId: req.queue_id }),
         { type: 'annotation_queue.items.added', data: { project_id: req.project_id, queue_id: req.queue_id, item_ids: addedItemIds, rule_id: null } },

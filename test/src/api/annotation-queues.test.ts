@@ -341,9 +341,11 @@ describeEachBackend('annotation queues', (backend) => {
       expect((await rest(server, 'POST', '/annotation_queues/nope/items', { key: member.api_key, body: { project_id: projectId, call_ids: [c1] } })).status).toBe(404);
     });
 
-    it('never adds one call twice under concurrent adds: 10 parallel requests of the same 50 calls', async () => {
+    it('never adds one call twice under concurrent adds: 10 parallel requests of the same 1,000 calls', async () => {
+      // 1,000 calls, two statements a request: long enough for opposite orders to meet mid-way
+      // (with 50 they deadlocked on PostgreSQL only now and then).
       const projectId = 'acme/concurrent-add';
-      const callIds = await createSomeCalls(server, member.api_key, projectId, 50);
+      const callIds = await createSomeCalls(server, member.api_key, projectId, 1000);
       const queueId = await createQueue(server, member.api_key, projectId);
       const replies = await Promise.all(
         Array.from({ length: 10 }, (_, n) =>
@@ -356,14 +358,24 @@ describeEachBackend('annotation queues', (backend) => {
       );
       for (const reply of replies) {
         expect(reply.status, reply.text).toBe(200);
-        expect(reply.body.added_count + reply.body.duplicates.length).toBe(50);
+        expect(reply.body.added_count + reply.body.duplicates.length).toBe(1000);
         expect(reply.body.missing_call_ids).toEqual([]);
       }
-      expect(replies.reduce((sum, reply) => sum + reply.body.added_count, 0)).toBe(50);
+      expect(replies.reduce((sum, reply) => sum + reply.body.added_count, 0)).toBe(1000);
       const items = await queryItems(server, member.api_key, projectId, queueId, { limit: 1000 });
-      expect(items).toHaveLength(50);
+      expect(items).toHaveLength(1000);
       expect(new Set(items.map((i) => i.call_id))).toEqual(new Set(callIds));
-      expect((await stats(server, member.api_key, projectId, queueId)).total_items).toBe(50);
+      expect((await stats(server, member.api_key, projectId, queueId)).total_items).toBe(1000);
+    });
+
+    it("keeps the request's order of calls as the queue's order", async () => {
+      const projectId = 'acme/add-order';
+      const callIds = await createSomeCalls(server, member.api_key, projectId, 6);
+      const shuffled = [callIds[3]!, callIds[0]!, callIds[5]!, callIds[1]!, callIds[4]!, callIds[2]!];
+      const queueId = await createQueue(server, member.api_key, projectId);
+      expect((await addItems(server, member.api_key, projectId, queueId, shuffled)).added_count).toBe(6);
+      const items = await queryItems(server, member.api_key, projectId, queueId);
+      expect(items.map((i) => i.call_id)).toEqual(shuffled);
     });
   });
 
