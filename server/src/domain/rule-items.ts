@@ -408,6 +408,12 @@ async function neverInQueue(tx: SqlScope, queueId: string, callIds: readonly str
   return callIds.filter((id) => !known.has(id));
 }
 
+/** An item a rule adds: the rule, the call, the new item's id. */
+type ItemRow = { rule: ActiveRule; callId: string; itemId: string };
+
+const byQueueThenCall = (a: ItemRow, b: ItemRow): number =>
+  a.rule.queueId < b.rule.queueId ? -1 : a.rule.queueId > b.rule.queueId ? 1 : a.callId < b.callId ? -1 : a.callId > b.callId ? 1 : 0;
+
 /** The rows of an items insert's `v`: each item's id, call, rule, queue, project, adding user and coverage point. */
 const ITEM_ROW = 'item_id text, call_id text, rule_id text, queue_id text, project_id text, user_id text, coverage_point float8';
 /** SQLite: a chunk's VALUES is padded with rows of nulls (which join no call) to one of these sizes, so that its text, prepared once, is reused. */
@@ -418,18 +424,16 @@ const SQLITE_ROW_COUNTS = [8, 64, CHUNK];
  * a short statement whatever the chunk's size, one parameter instead of seven a row. SQLite gets
  * a multi-row VALUES of a padded size (SQLITE_ROW_COUNTS).
  */
-function itemRows(tx: SqlScope, chunk: readonly { rule: ActiveRule; callId: string }[]): Statement {
+function itemRows(tx: SqlScope, chunk: readonly ItemRow[]): Statement {
   if (onPostgres(tx)) {
-    const rows = chunk.map(({ rule, callId }) => {
-      const itemId = newId();
+    const rows = chunk.map(({ rule, callId, itemId }) => {
       return { item_id: itemId, call_id: callId, rule_id: rule.id, queue_id: rule.queueId, project_id: rule.projectId, user_id: rule.createdBy, coverage_point: coveragePoint(itemId) };
     });
     return sql`select * from jsonb_to_recordset(${Buffer.from(JSON.stringify(rows))}::text::jsonb) as r(${sql.raw(ITEM_ROW)})`;
   }
   const size = SQLITE_ROW_COUNTS.find((count) => count >= chunk.length)!;
   const params: unknown[] = [];
-  for (const { rule, callId } of chunk) {
-    const itemId = newId();
+  for (const { rule, callId, itemId } of chunk) {
     params.push(itemId, callId, rule.id, rule.queueId, rule.projectId, rule.createdBy, coveragePoint(itemId));
   }
   for (let padding = chunk.length; padding < size; padding++) params.push(null, null, null, null, null, null, null);
@@ -447,7 +451,13 @@ async function insertItems(
   { wanted, at, newCalls }: { wanted: readonly { rule: ActiveRule; callIds: readonly string[] }[]; at: unknown; newCalls: boolean },
 ): Promise<Map<string, string[]>> {
   const added = new Map<string, string[]>();
-  const rows = wanted.flatMap(({ rule, callIds }) => callIds.map((callId) => ({ rule, callId })));
+  // Item ids (which order the queue) follow the write's order of calls.
+  const rows = wanted.flatMap(({ rule, callIds }) => callIds.map((callId): ItemRow => ({ rule, callId, itemId: newId() })));
+  // Calls that another write may be adding to the same queue are inserted in (queue, call) order,
+  // the order of the unique index (queue_id, call_id): two writes of the same calls in other orders
+  // would otherwise each wait, on PostgreSQL, for the other's uncommitted entry (a deadlock). New
+  // calls are this write's alone.
+  if (!newCalls) rows.sort(byQueueThenCall);
   const [time, display] = onPostgres(tx) ? [sql`${at}::timestamptz`, sql`'[]'::jsonb`] : [sql`${at}`, sql`'[]'`];
   const unseen = newCalls ? sql`` : sql` and ${neverInQueueTerm('v.queue_id', 'v.call_id')}`;
   for (let i = 0; i < rows.length; i += CHUNK) {
@@ -466,7 +476,13 @@ async function insertItems(
          where c.project_id = v.project_id and c.id = v.call_id${unseen}
         on conflict (queue_id, call_id) where deleted_at is null do nothing
         returning id, rule_id`);
-    for (const row of inserted) added.set(row.rule_id, [...(added.get(row.rule_id) ?? []), row.id]);
+    for (const row of inserted) {
+      const ids = added.get(row.rule_id);
+      if (ids) ids.push(row.id);
+      else added.set(row.rule_id, [row.id]);
+    }
   }
+  // Back in the order they were made (UUIDv7 text sorts so).
+  if (!newCalls) for (const ids of added.values()) ids.sort();
   return added;
 }

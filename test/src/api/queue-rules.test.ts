@@ -398,6 +398,23 @@ describeEachBackend('queue rules', (backend) => {
     expect((await readRule(server, member.api_key, projectId, queueId, rule.id)).stats).toMatchObject({ considered: 9, matched: 4, added: 4 });
   });
 
+  it('adds each call once when concurrent feedback batches name the same calls in opposite orders', async () => {
+    const projectId = `acme/${uniqueId('feedback-race')}`;
+    const queueId = await createQueue(server, member.api_key, projectId);
+    const rule = await createRule(server, member.api_key, projectId, queueId, { trigger: 'feedback', filter: { feedback_types: ['note'] } });
+    const callIds = Array.from({ length: 1000 }, (_, i) => `fr${i}`);
+    await createCalls(server, member.api_key, projectId, callIds.map((id) => ({ id })));
+    const note = (callId: string) => ({ project_id: projectId, svc_ref: callRefOf(projectId, callId), feedback_type: 'note', payload: { text: 'look' } });
+    const replies = await Promise.all(
+      Array.from({ length: 6 }, (_, n) =>
+        rest(server, 'POST', '/feedback/batch/create', { key: member.api_key, body: { batch: (n % 2 ? [...callIds].reverse() : callIds).map(note) } }),
+      ),
+    );
+    expect(replies.map((reply) => reply.status)).toEqual(Array(6).fill(200));
+    expect(await callIdsOf(projectId, queueId)).toEqual([...callIds].sort());
+    expect((await readRule(server, member.api_key, projectId, queueId, rule.id)).stats).toMatchObject({ considered: 6000, matched: 6000, added: 1000 });
+  });
+
   it('evaluates rules whose lists together hold more values than one statement takes', async () => {
     const projectId = `acme/${uniqueId('lists')}`;
     const names = (tag: string) => [...Array.from({ length: 999 }, (_, i) => `${tag}-${i}`), 'chat'];
