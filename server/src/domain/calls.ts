@@ -172,7 +172,7 @@ export async function writeCalls(
   let conflicting = 0;
 
   const retried = await publishingTransaction(db, events, async (tx, record) => {
-    const projectIds = [...new Set(unique.map(({ call }) => call.project_id))];
+    const projectIds = [...new Set(unique.map(({ call }) => call.project_id))].sort();
     for (const projectId of projectIds) await ensureProject(tx, projectId);
     // Queue rules (5.10) add the new calls they match in this transaction: when the batch answers
     // 200, the items exist. On PostgreSQL the insert returns each new call's rule flags.
@@ -181,7 +181,10 @@ export async function writeCalls(
     // The calls this transaction stored, with their rule flags when the insert returned them.
     const inserted = new Map<string, string | undefined>();
     const createdAt = sqlDate(tx, now);
-    const retried = await insertThenCompare(unique, IN_CHUNK, {
+    // Inserted in key order whatever the batch's: two batches naming the same new ids in other
+    // orders would otherwise each wait, on PostgreSQL, for the other's uncommitted (project_id, id).
+    const inKeyOrder = [...unique].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    const retried = await insertThenCompare(inKeyOrder, IN_CHUNK, {
       async insert(chunk) {
         const rows = chunk.map(({ id, hash, call }) => {
           const startedAt = sqlDate(tx, new Date(call.started_at));

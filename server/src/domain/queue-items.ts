@@ -377,8 +377,11 @@ export async function assignItems(
         sql`select user_id from annotation_queue_assignees where queue_id = ${req.queue_id} and user_id = ${userId}`);
       if (!assignee) throw invalid(`user_id: user "${userId}" is not an assignee of annotation queue "${req.queue_id}", which is assigned.`);
     }
-    for (let start = 0; start < ids.length; start += CHUNK) {
-      const chunk = ids.slice(start, start + CHUNK);
+    // Rows are locked in id order whatever the request's: two assigns of the same items in other
+    // orders would otherwise each wait, chunk after chunk, for rows the other updated.
+    const inOrder = [...ids].sort();
+    for (let start = 0; start < inOrder.length; start += CHUNK) {
+      const chunk = inOrder.slice(start, start + CHUNK);
       const rows = await sqlRows<{ id: string }>(tx,
         sql`select id from annotation_queue_items where queue_id = ${req.queue_id} and deleted_at is null and id in (${sql.list(chunk)})`);
       if (!rows.length) continue;

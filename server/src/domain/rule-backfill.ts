@@ -64,7 +64,7 @@ export async function backfillChunk(
     const [row] = await sqlRows<BackfillRow>(tx,
       sql`select ${ACTIVE_RULE_COLUMNS}, r.backfill_since, r.backfill_until, r.backfill_after_started_at, r.backfill_after_id from queue_rules r
         where r.id = ${ruleId} and r.backfill_state = 'running' and r.backfill_lease_owner = ${owner} and r.deleted_at is null and r.enabled
-          and exists (select 1 from annotation_queues q where q.id = r.queue_id and q.deleted_at is null)${lockClause(tx, 'for update of r')}`);
+          and exists (select 1 from annotation_queues q where q.id = r.queue_id and q.deleted_at is null)${lockClause(tx, 'for no key update of r')}`);
     if (!row) return { state: 'lost', considered: 0, added: 0 };
     const rule = toActiveRule(row);
     const range = [sql`project_id = ${rule.projectId}`, sql`started_at >= ${row.backfill_since}`, sql`created_at <= ${row.backfill_until}`];

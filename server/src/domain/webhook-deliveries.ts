@@ -217,6 +217,10 @@ export async function recordFailure(
     const error = outcome.error.slice(0, MAX_ERROR_CHARS);
     const delay = outcome.gone ? undefined : schedule[attempts - 1];
     const next = delay === undefined ? null : new Date(now.getTime() + Math.max(delay, outcome.retryAfterMs ?? 0));
+    // The webhook's row first, as disableWebhook, updateWebhook and deleteWebhook lock it before its
+    // deliveries: two failures of one webhook recorded at once (a 410 to both) would otherwise each
+    // hold its delivery and wait for the other's (PostgreSQL: a deadlock).
+    await sqlRows(tx, sql`select id from webhooks where id = ${delivery.webhookId}${lockClause(tx, 'for no key update')}`);
     const changed = await sqlRun(tx, sql`update webhook_deliveries set state = ${next ? 'pending' : 'failed'}, attempts = ${attempts},
         last_status = ${outcome.status}, last_error = ${error}, next_attempt_at = ${next ? sqlDate(tx, next) : null},
         lease_owner = null, lease_expires_at = null, updated_at = ${at} where ${mine}`);

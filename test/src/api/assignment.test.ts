@@ -334,4 +334,20 @@ describeEachBackend('assignment and overlap (5.11)', (backend) => {
     // The typed door answers the same.
     expect(await client(server, worker.api_key).annotationQueues.mine.query({})).toEqual({ queues: await mine(worker) });
   });
+
+  // Two writes that lock the same rows in other orders deadlock on PostgreSQL (40P01, a 503).
+  it('assigns under concurrent assigns of the same 1,000 items in opposite orders', async () => {
+    const projectId = 'acme/assign-race';
+    const callIds = await createSomeCalls(server, owner.api_key, projectId, 1000);
+    const queueId = await createQueue(server, owner.api_key, projectId);
+    await addItems(server, owner.api_key, projectId, queueId, callIds);
+    const itemIds = (await queryItems(server, owner.api_key, projectId, queueId, { limit: 1000 })).map((item) => item.id);
+    const replies = await Promise.all(Array.from({ length: 8 }, (_, n) =>
+      rest(server, 'POST', `/annotation_queues/${queueId}/items/assign`, {
+        key: owner.api_key,
+        body: { project_id: projectId, item_ids: n % 2 ? [...itemIds].reverse() : itemIds, user_id: n % 4 < 2 ? alice.user_id : null },
+      })));
+    expect(replies.map((r) => r.status), replies.find((r) => r.status !== 200)?.text).toEqual(Array(8).fill(200));
+    for (const reply of replies) expect(reply.body.assigned_count).toBe(1000);
+  });
 });

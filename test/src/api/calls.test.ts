@@ -244,4 +244,28 @@ describeEachBackend('calls', (backend) => {
     expect((await read(projectId, id)).status).toBe(404);
     expect(await storedCalls(projectId)).toEqual([]);
   });
+
+  // Two writes that take the same keys in other orders deadlock on PostgreSQL (40P01, a 503):
+  // each waits for the other's uncommitted entry. These send the same keys in opposite orders.
+  it('stores each call once when concurrent batches name the same new ids in opposite orders', async () => {
+    const projectId = `acme/${uniqueId('calls-race')}`;
+    const call = (id: string) => ({ project_id: projectId, id, op_name: 'chat', started_at: '2026-01-02T03:04:05.678Z' });
+    expect((await rest(server, 'POST', '/calls/batch/create', { key: member.api_key, body: { batch: [call('seed')] } })).status).toBe(200);
+    const calls = Array.from({ length: 1000 }, (_, i) => call(`cr${i}`));
+    const replies = await Promise.all(Array.from({ length: 8 }, (_, n) =>
+      rest(server, 'POST', '/calls/batch/create', { key: member.api_key, body: { batch: n % 2 ? [...calls].reverse() : calls } })));
+    expect(replies.map((r) => r.status), replies.find((r) => r.status !== 200)?.text).toEqual(Array(8).fill(200));
+    expect(await storedCalls(projectId)).toHaveLength(1001);
+  });
+
+  it('creates the new projects of concurrent batches that name them in opposite orders', async () => {
+    const tag = uniqueId('projects-race');
+    const projectIds = Array.from({ length: 50 }, (_, i) => `acme/${tag}-${i}`);
+    const replies = await Promise.all(Array.from({ length: 8 }, (_, n) =>
+      rest(server, 'POST', '/calls/batch/create', {
+        key: member.api_key,
+        body: { batch: (n % 2 ? [...projectIds].reverse() : projectIds).map((projectId) => ({ project_id: projectId, id: `r${n}`, op_name: 'chat', started_at: '2026-01-02T03:04:05.678Z' })) },
+      })));
+    expect(replies.map((r) => r.status), replies.find((r) => r.status !== 200)?.text).toEqual(Array(8).fill(200));
+  });
 });

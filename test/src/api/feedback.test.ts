@@ -666,4 +666,28 @@ describeEachBackend('feedback', (backend) => {
     expect((await replace({ ...freeForm(projectId), feedback_id: bystander.id }, viewer.api_key)).status).toBe(403);
     expect(ids(await stored(projectId)).sort()).toEqual([replacement.id, bystander.id].sort());
   });
+
+  // Two writes that take the same keys in other orders deadlock on PostgreSQL (40P01, a 503).
+  it('stores each record once when concurrent batches name the same new ids in opposite orders', async () => {
+    const projectId = `acme/feedback-ids-race-${randomUUID().slice(0, 8)}`;
+    const batch = Array.from({ length: 3000 }, (_, i) => ({ project_id: projectId, id: randomUUID(), svc_ref: callRefOf(projectId, `c${i}`), feedback_type: 'note', payload: { text: 'look' } }));
+    const replies = await Promise.all(Array.from({ length: 8 }, (_, n) => batchCreate(server, member.api_key, n % 2 ? [...batch].reverse() : batch)));
+    expect(replies.map((r) => r.status), replies.find((r) => r.status !== 200)?.text).toEqual(Array(8).fill(200));
+    expect(await allFeedback(server, member.api_key, projectId)).toHaveLength(3000);
+  });
+
+  it('purges under concurrent purges of the same 10,000 ids in opposite orders', async () => {
+    const projectId = `acme/purge-race-${randomUUID().slice(0, 8)}`;
+    const ids: string[] = [];
+    for (let b = 0; b < 10; b++) {
+      const reply = await batchCreate(server, member.api_key, Array.from({ length: 1000 }, (_, i) => ({ project_id: projectId, svc_ref: callRefOf(projectId, `c${b}-${i}`), feedback_type: 'note', payload: { text: 'x' } })));
+      expect(reply.status, reply.text).toBe(200);
+      ids.push(...reply.body.res.map((r: { id: string }) => r.id));
+    }
+    const replies = await Promise.all(Array.from({ length: 8 }, (_, n) =>
+      rest(server, 'POST', '/feedback/purge', { key: member.api_key, body: { project_id: projectId, ids: n % 2 ? [...ids].reverse() : ids } })));
+    expect(replies.map((r) => r.status), replies.find((r) => r.status !== 200)?.text).toEqual(Array(8).fill(200));
+    expect(replies.reduce((sum, r) => sum + r.body.deleted_count, 0)).toBe(10000);
+    expect(await allFeedback(server, member.api_key, projectId)).toEqual([]);
+  });
 });

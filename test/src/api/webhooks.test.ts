@@ -361,6 +361,23 @@ describeEachBackend('webhooks', (backend) => {
     expect(receiver.deliveries.filter((d) => d.path === gone.path)).toHaveLength(1);
   });
 
+  it('records the 410s of one webhook that end together, each delivery with its attempt', async () => {
+    // Each failure locked its delivery, then the webhook (to disable it), while the first to
+    // disable it locked the webhook, then its pending deliveries: on PostgreSQL two failures
+    // recorded at once deadlocked, and one attempt went unrecorded.
+    const projectId = 'acme/hooks-gone-together';
+    const gone = await hook(projectId, ['feedback.created']);
+    let answerAt = 0; // every delivery is answered at the same moment
+    receiver.respond(gone.path, () => {
+      answerAt ||= Date.now() + 2500;
+      return { status: 410, delayMs: Math.max(0, answerAt - Date.now()) };
+    });
+    const writes = await Promise.all(Array.from({ length: 16 }, () => batchCreate(server, member.api_key, [freeForm(projectId)])));
+    expect(writes.map((w) => w.status)).toEqual(Array(16).fill(200));
+    const deliveries = await settled(projectId, gone.id, (list) => list.length === 16 && list.every((d) => d.attempts === 1));
+    for (const delivery of deliveries) expect(delivery).toMatchObject({ state: 'failed', attempts: 1, last_status: 410 });
+  });
+
   it('signs with both secrets for 24 hours after a rotation; webhook.test on demand', async () => {
     const projectId = 'acme/hooks-rotate';
     const h = await hook(projectId, ['feedback.created']);
