@@ -129,11 +129,13 @@ describeInBrowser('call browser in Chromium', () => {
         await filter(page, 'CHAT', 'refund');
         await page.getByRole('row').filter({ has: page.getByText('refund-0000', { exact: true }) }).waitFor();
         await page.getByLabel('Queue', { exact: true }).selectOption({ label: 'Refunds' });
-        // The second page of matching calls is held until the progress of the first is shown.
+        // The second page of matching calls is held until the progress of the first is shown. It
+        // may go in one batch with other queries (the queue's refresh after the first add), whose
+        // path then names calls.query after them.
         let release!: () => void;
         const held = new Promise<void>((resolve) => (release = resolve));
-        await page.route(/\/trpc\/calls\.query/, async (route) => {
-          if (route.request().url().includes('cursor')) await held;
+        await page.route(/\/trpc\/[^?]*calls\.query/, async (route) => {
+          if (`${route.request().url()} ${route.request().postData() ?? ''}`.includes('cursor')) await held;
           await route.continue();
         });
         await page.getByRole('button', { name: 'Add all matching' }).focus();
