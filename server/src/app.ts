@@ -7,6 +7,7 @@ import { contextFactory, type Context } from './api/context.ts';
 import type { Services } from './api/services.ts';
 import { errorHeaders } from './api/error-policy.ts';
 import { DomainError } from './domain/errors.ts';
+import { passwordHashesRun } from './auth/passwords.ts';
 import { appRouter } from './api/router.ts';
 import { typedDoorRequestId } from './api/trpc.ts';
 import { admission, userRequirement } from './http/admission.ts';
@@ -67,7 +68,7 @@ export function createApp(services: Services): { listener: RequestListener; drai
   app.set('etag', false);
   app.set('trust proxy', services.config.trustProxy);
   const createContext = contextFactory(services);
-  const metrics = new Metrics(services.orm, () => services.eventStreams.open);
+  const metrics = new Metrics(services.orm, { openEventStreams: () => services.eventStreams.open, passwordHashes: passwordHashesRun });
 
   const routes = new RouteTable();
   const requests = new RequestTracker(services.log, metrics, routeNamer(routes));

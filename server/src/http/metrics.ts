@@ -1,5 +1,5 @@
 import { PostgreSqlConnection } from '@mikro-orm/postgresql';
-import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Orm } from '../db/orm.ts';
 import { RequestSeries } from './request-series.ts';
 
@@ -8,8 +8,11 @@ export class Metrics {
   readonly registry = new Registry();
   readonly #requests = new RequestSeries(this.registry);
 
-  /** `openEventStreams` reads how many live-event streams this process holds open. */
-  constructor(orm: Orm, openEventStreams: () => number = () => 0) {
+  /**
+   * `openEventStreams` reads how many live-event streams this process holds open; `passwordHashes`
+   * how many password hashes and verifications it has run.
+   */
+  constructor(orm: Orm, { openEventStreams = () => 0, passwordHashes = () => 0 }: { openEventStreams?: () => number; passwordHashes?: () => number } = {}) {
     collectDefaultMetrics({ register: this.registry, prefix: 'loupe_' });
     new Gauge({
       name: 'loupe_db_pool_connections',
@@ -38,6 +41,15 @@ export class Metrics {
       registers: [this.registry],
       collect() {
         this.set(openEventStreams());
+      },
+    });
+    new Counter({
+      name: 'loupe_password_hashes_total',
+      help: 'Password hashes and verifications run (argon2id; every sign-in by password costs one, an unknown username too)',
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        this.inc(passwordHashes());
       },
     });
   }
