@@ -189,6 +189,21 @@ export function onPostgres(db: SqlScope): boolean {
 }
 
 /**
+ * Rows of a write in the order it takes their keys: on PostgreSQL sorted by `compare` (the key's
+ * order), whatever the request's, since two transactions that take the same keys in other orders
+ * deadlock there, each waiting for the other's uncommitted row. SQLite runs one write transaction
+ * at a time: there the rows keep the request's order, which is also the order the table stores
+ * them in and reads them back (items inserted in call-id order made SQLite's deep item pages 1.6
+ * times slower than its first page).
+ */
+export function inLockOrder<T>(db: SqlScope, rows: readonly T[], compare: (a: T, b: T) => number): readonly T[] {
+  return onPostgres(db) ? [...rows].sort(compare) : rows;
+}
+
+/** Code-unit order of two strings (what `inLockOrder` compares keys by). */
+export const byText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
  * PostgreSQL: a FROM item that turns `synchronous_commit` off until the end of the statement's
  * own transaction, whose commit then does not wait for its log to reach the disk. For statements
  * outside a write's transaction whose loss in a crash costs nothing lasting (a delivery recorded

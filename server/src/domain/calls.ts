@@ -1,5 +1,7 @@
 import type { Call as CallDto, CallCreateReq, CallQueryReq } from '@loupe/shared';
 import {
+  byText,
+  inLockOrder,
   isoFromSql,
   isoOrNullFromSql,
   jsonAsText,
@@ -172,7 +174,7 @@ export async function writeCalls(
   let conflicting = 0;
 
   const retried = await publishingTransaction(db, events, async (tx, record) => {
-    const projectIds = [...new Set(unique.map(({ call }) => call.project_id))].sort();
+    const projectIds = inLockOrder(tx, [...new Set(unique.map(({ call }) => call.project_id))], byText);
     for (const projectId of projectIds) await ensureProject(tx, projectId);
     // Queue rules (5.10) add the new calls they match in this transaction: when the batch answers
     // 200, the items exist. On PostgreSQL the insert returns each new call's rule flags.
@@ -181,9 +183,9 @@ export async function writeCalls(
     // The calls this transaction stored, with their rule flags when the insert returned them.
     const inserted = new Map<string, string | undefined>();
     const createdAt = sqlDate(tx, now);
-    // Inserted in key order whatever the batch's: two batches naming the same new ids in other
-    // orders would otherwise each wait, on PostgreSQL, for the other's uncommitted (project_id, id).
-    const inKeyOrder = [...unique].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    // On PostgreSQL inserted in key order whatever the batch's (inLockOrder): two batches naming
+    // the same new ids in other orders would otherwise each wait for the other's uncommitted (project_id, id).
+    const inKeyOrder = inLockOrder(tx, unique, byKey);
     const retried = await insertThenCompare(inKeyOrder, IN_CHUNK, {
       async insert(chunk) {
         const rows = chunk.map(({ id, hash, call }) => {
@@ -243,6 +245,8 @@ export async function writeCalls(
 function jsonOrNull(value: unknown): string | null {
   return value === undefined || value === null ? null : JSON.stringify(value);
 }
+
+const byKey = (a: Keyed, b: Keyed): number => byText(a.key, b.key);
 
 function groupIds(elements: readonly Keyed[]): Map<string, string[]> {
   const groups = new Map<string, string[]>();

@@ -5,6 +5,8 @@ import type { Em } from '../db/orm.ts';
 import {
   isoFromSql,
   jsonAsText,
+  byText,
+  inLockOrder,
   jsonFromSql,
   onPostgres,
   sqlDate,
@@ -236,7 +238,7 @@ async function store(
   );
   const unique = prepared.filter((_, index) => positions[index] === index);
   await recheckQueues(tx, prepared, where);
-  for (const projectId of [...new Set(unique.map((p) => p.projectId))].sort()) await ensureProject(tx, projectId);
+  for (const projectId of inLockOrder(tx, [...new Set(unique.map((p) => p.projectId))], byText)) await ensureProject(tx, projectId);
   const at = sqlDate(tx, now);
   // A batch of server-made ids only is new as a whole: its webhook events are known before it is
   // stored, and written by its first insert's statement (one round trip fewer on PostgreSQL).
@@ -245,8 +247,8 @@ async function store(
   const announcing = allNew ? await feedbackCreatedWrites(tx, { created: unique, userId, wake }) : undefined;
   /** The event inserts not yet run: they go with the first insert of fresh rows. */
   let eventInserts = announcing?.statements ?? [];
-  // Rows of client-chosen ids go in key order whatever the batch's (see calls.ts's writeCalls).
-  const inKeyOrder = allNew ? unique : [...unique].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  // Rows of client-chosen ids go in key order on PostgreSQL (inLockOrder); server-made ids are new, no other write holds them.
+  const inKeyOrder = allNew ? unique : inLockOrder(tx, unique, (a, b) => byText(a.key, b.key));
   const retries = await insertThenCompare(inKeyOrder, CHUNK, {
     async insert(chunk) {
       const inserted = new Set<string>();
@@ -366,9 +368,9 @@ async function requireOwnRecords(tx: SqlScope, { projectId, ids, userId }: { pro
 /** `POST /feedback/purge`; `ownOnlyOf`: the caller may remove only their own records (an annotator, 5.11; 403). */
 export async function purgeFeedback(db: SqlScope, { projectId, ids, ownOnlyOf }: { projectId: string; ids: readonly string[]; ownOnlyOf?: string }): Promise<number> {
   // Ids are stored in lower case (they are UUIDs), so they are matched in lower case.
-  // Deleted in id order whatever the request's: two purges of the same ids in other orders would
-  // otherwise each wait, chunk after chunk, for rows the other deleted.
-  const unique = [...new Set(ids.map((id) => id.toLowerCase()))].sort();
+  // Deleted in id order on PostgreSQL (inLockOrder): two purges of the same ids in other orders
+  // would otherwise each wait, chunk after chunk, for rows the other deleted.
+  const unique = inLockOrder(db, [...new Set(ids.map((id) => id.toLowerCase()))], byText);
   let deleted = 0;
   await sqlTransaction(db, async (tx) => {
     if (ownOnlyOf !== undefined) await requireOwnRecords(tx, { projectId, ids: unique, userId: ownOnlyOf });

@@ -1,5 +1,5 @@
 import type { AnnotationQueueItem, AnnotationQueueItemsAddReq, AnnotationQueueItemsAssignReq, AnnotationQueueItemsQueryReq, AnnotationState, ItemSort } from '@loupe/shared';
-import { inList, isoFromSql, isoOrNullFromSql, jsonFromSql, lockClause, perDialect, sqlDate, sqlRows, sqlRun, storedBytes, type SqlScope } from '../db/sql.ts';
+import { byText, inList, inLockOrder, isoFromSql, isoOrNullFromSql, jsonFromSql, lockClause, perDialect, sqlDate, sqlRows, sqlRun, storedBytes, type SqlScope } from '../db/sql.ts';
 import { sql, type Statement } from '../db/statement.ts';
 import { publishingTransaction, queueEvent, type QueueEventPublisher } from './queue-events.ts';
 import { ensureProject } from './access.ts';
@@ -155,11 +155,11 @@ export async function addItems(
   }
   const missing = unique.filter((id) => !calls.has(id));
   const present = unique.filter((id) => calls.has(id));
-  // Item ids (which order the queue) follow the request's order; the rows are inserted in call id
-  // order whatever the request's: two adds of the same calls in opposite orders would otherwise
-  // each wait, on PostgreSQL, for the other's uncommitted (queue_id, call_id) entry (a deadlock).
+  // Item ids (which order the queue) follow the request's order; on PostgreSQL the rows are
+  // inserted in call id order (inLockOrder): two adds of the same calls in opposite orders would
+  // otherwise each wait for the other's uncommitted (queue_id, call_id) entry (a deadlock).
   const itemIds = new Map(present.map((id) => [id, newId()]));
-  const inOrder = [...present].sort();
+  const inOrder = inLockOrder(db, present, byText);
   const now = sqlDate(db, new Date());
   const displayFields = JSON.stringify(req.display_fields ?? []);
   const added = new Set<string>();
@@ -377,9 +377,9 @@ export async function assignItems(
         sql`select user_id from annotation_queue_assignees where queue_id = ${req.queue_id} and user_id = ${userId}`);
       if (!assignee) throw invalid(`user_id: user "${userId}" is not an assignee of annotation queue "${req.queue_id}", which is assigned.`);
     }
-    // Rows are locked in id order whatever the request's: two assigns of the same items in other
-    // orders would otherwise each wait, chunk after chunk, for rows the other updated.
-    const inOrder = [...ids].sort();
+    // Rows are locked in id order on PostgreSQL (inLockOrder): two assigns of the same items in
+    // other orders would otherwise each wait, chunk after chunk, for rows the other updated.
+    const inOrder = inLockOrder(tx, ids, byText);
     for (let start = 0; start < inOrder.length; start += CHUNK) {
       const chunk = inOrder.slice(start, start + CHUNK);
       const rows = await sqlRows<{ id: string }>(tx,

@@ -1,5 +1,5 @@
 import { parseRef, type CallFilter, type QueueRuleFilter, type RuleTrigger } from '@loupe/shared';
-import { inList, jsonFromSql, onPostgres, sqlDate, sqlRows, sqlRun, type SqlScope } from '../db/sql.ts';
+import { byText, inList, inLockOrder, jsonFromSql, onPostgres, sqlDate, sqlRows, sqlRun, type SqlScope } from '../db/sql.ts';
 import { sql, type Statement } from '../db/statement.ts';
 import { lockQueuesForWrite } from './annotation-queues.ts';
 import { callFilterConditions, jsonConditions } from './call-filter.ts';
@@ -411,8 +411,7 @@ async function neverInQueue(tx: SqlScope, queueId: string, callIds: readonly str
 /** An item a rule adds: the rule, the call, the new item's id. */
 type ItemRow = { rule: ActiveRule; callId: string; itemId: string };
 
-const byQueueThenCall = (a: ItemRow, b: ItemRow): number =>
-  a.rule.queueId < b.rule.queueId ? -1 : a.rule.queueId > b.rule.queueId ? 1 : a.callId < b.callId ? -1 : a.callId > b.callId ? 1 : 0;
+const byQueueThenCall = (a: ItemRow, b: ItemRow): number => byText(a.rule.queueId, b.rule.queueId) || byText(a.callId, b.callId);
 
 /** The rows of an items insert's `v`: each item's id, call, rule, queue, project, adding user and coverage point. */
 const ITEM_ROW = 'item_id text, call_id text, rule_id text, queue_id text, project_id text, user_id text, coverage_point float8';
@@ -452,12 +451,12 @@ async function insertItems(
 ): Promise<Map<string, string[]>> {
   const added = new Map<string, string[]>();
   // Item ids (which order the queue) follow the write's order of calls.
-  const rows = wanted.flatMap(({ rule, callIds }) => callIds.map((callId): ItemRow => ({ rule, callId, itemId: newId() })));
-  // Calls that another write may be adding to the same queue are inserted in (queue, call) order,
-  // the order of the unique index (queue_id, call_id): two writes of the same calls in other orders
-  // would otherwise each wait, on PostgreSQL, for the other's uncommitted entry (a deadlock). New
+  const made = wanted.flatMap(({ rule, callIds }) => callIds.map((callId): ItemRow => ({ rule, callId, itemId: newId() })));
+  // Calls that another write may be adding to the same queue go in (queue, call) order on
+  // PostgreSQL (inLockOrder), the order of the unique index (queue_id, call_id): two writes of the
+  // same calls in other orders would otherwise each wait for the other's uncommitted entry. New
   // calls are this write's alone.
-  if (!newCalls) rows.sort(byQueueThenCall);
+  const rows = newCalls ? made : inLockOrder(tx, made, byQueueThenCall);
   const [time, display] = onPostgres(tx) ? [sql`${at}::timestamptz`, sql`'[]'::jsonb`] : [sql`${at}`, sql`'[]'`];
   const unseen = newCalls ? sql`` : sql` and ${neverInQueueTerm('v.queue_id', 'v.call_id')}`;
   for (let i = 0; i < rows.length; i += CHUNK) {
@@ -483,6 +482,6 @@ async function insertItems(
     }
   }
   // Back in the order they were made (UUIDv7 text sorts so).
-  if (!newCalls) for (const ids of added.values()) ids.sort();
+  if (rows !== made) for (const ids of added.values()) ids.sort();
   return added;
 }
