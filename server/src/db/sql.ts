@@ -193,8 +193,8 @@ export function onPostgres(db: SqlScope): boolean {
  * order), whatever the request's, since two transactions that take the same keys in other orders
  * deadlock there, each waiting for the other's uncommitted row. SQLite runs one write transaction
  * at a time: there the rows keep the request's order, which is also the order the table stores
- * them in and reads them back (items inserted in call-id order made SQLite's deep item pages 1.6
- * times slower than its first page).
+ * them in and reads them back (with items inserted in call-id order, SQLite's page at 99,900 of
+ * a queue of 100,000 took 1.62 times the p95 of its first page; in the request's order, 1.13).
  */
 export function inLockOrder<T>(db: SqlScope, rows: readonly T[], compare: (a: T, b: T) => number): readonly T[] {
   return onPostgres(db) ? [...rows].sort(compare) : rows;
