@@ -203,6 +203,9 @@ export function inLockOrder<T>(db: SqlScope, rows: readonly T[], compare: (a: T,
 /** Code-unit order of two strings (what `inLockOrder` compares keys by). */
 export const byText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
+/** Order of rows by their `key` (a write's rows keyed by project and id). */
+export const byKey = (a: { key: string }, b: { key: string }): number => byText(a.key, b.key);
+
 /**
  * PostgreSQL: a FROM item that turns `synchronous_commit` off until the end of the statement's
  * own transaction, whose commit then does not wait for its log to reach the disk. For statements

@@ -2,6 +2,7 @@ import { splitProjectId, type AnnotationQueue, type AnnotationQueueCreateReq, ty
 import { AnnotationQueueRecord } from '../db/entities.ts';
 import type { Em } from '../db/orm.ts';
 import {
+  byText,
   isoFromSql,
   isoOrNullFromSql,
   jsonFromSql,
@@ -132,7 +133,7 @@ export async function assigneesOf(db: SqlScope, queueIds: readonly string[]): Pr
       sql`select queue_id, user_id from annotation_queue_assignees where queue_id in (${sql.list(ids.slice(start, start + 500))})`);
     for (const row of rows) byQueue.get(row.queue_id)!.push(row.user_id);
   }
-  for (const list of byQueue.values()) list.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  for (const list of byQueue.values()) list.sort(byText);
   return byQueue;
 }
 

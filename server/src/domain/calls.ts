@@ -1,5 +1,6 @@
 import type { Call as CallDto, CallCreateReq, CallQueryReq } from '@loupe/shared';
 import {
+  byKey,
   byText,
   inLockOrder,
   isoFromSql,
@@ -245,8 +246,6 @@ export async function writeCalls(
 function jsonOrNull(value: unknown): string | null {
   return value === undefined || value === null ? null : JSON.stringify(value);
 }
-
-const byKey = (a: Keyed, b: Keyed): number => byText(a.key, b.key);
 
 function groupIds(elements: readonly Keyed[]): Map<string, string[]> {
   const groups = new Map<string, string[]>();

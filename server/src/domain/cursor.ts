@@ -1,5 +1,5 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
-import { dateFromSql, sqlDate, type SqlScope } from '../db/sql.ts';
+import { byText, dateFromSql, sqlDate, type SqlScope } from '../db/sql.ts';
 import { sql, type Statement } from '../db/statement.ts';
 import { invalid } from './errors.ts';
 
@@ -71,7 +71,7 @@ function canonicalJson(value: unknown): string {
   if (value && typeof value === 'object') {
     const entries = Object.entries(value)
       .filter(([, member]) => member !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+      .sort(([a], [b]) => byText(a, b));
     return `{${entries.map(([key, member]) => `${JSON.stringify(key)}:${canonicalJson(member)}`).join(',')}}`;
   }
   return JSON.stringify(value ?? null);

@@ -5,6 +5,7 @@ import type { Em } from '../db/orm.ts';
 import {
   isoFromSql,
   jsonAsText,
+  byKey,
   byText,
   inLockOrder,
   jsonFromSql,
@@ -248,7 +249,7 @@ async function store(
   /** The event inserts not yet run: they go with the first insert of fresh rows. */
   let eventInserts = announcing?.statements ?? [];
   // Rows of client-chosen ids go in key order on PostgreSQL (inLockOrder); server-made ids are new, no other write holds them.
-  const inKeyOrder = allNew ? unique : inLockOrder(tx, unique, (a, b) => byText(a.key, b.key));
+  const inKeyOrder = allNew ? unique : inLockOrder(tx, unique, byKey);
   const retries = await insertThenCompare(inKeyOrder, CHUNK, {
     async insert(chunk) {
       const inserted = new Set<string>();
